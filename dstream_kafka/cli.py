@@ -1,0 +1,92 @@
+"""The ``dstream-kafka`` command line: local broker, machine set-up checks and the demo."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from dstream_kafka.errors import DStreamKafkaError
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of ``dstream-kafka``."""
+    parser = argparse.ArgumentParser(
+        prog="dstream-kafka",
+        description="Kafka direct streams for PySpark: local broker, set-up checks and demo.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    broker = sub.add_parser("broker", help="run a local Apache Kafka broker (KRaft) on 127.0.0.1")
+    broker_sub = broker.add_subparsers(dest="action", metavar="ACTION")
+    broker_sub.required = True
+    start = broker_sub.add_parser(
+        "start", help="start the broker, print its bootstrap servers, run until stopped")
+    start.add_argument("--brokers", type=int, default=1, metavar="N",
+                       help="number of brokers (default 1; 3 for failure testing)")
+    start.add_argument("--data-dir", metavar="DIR",
+                       help="keep logs here and reuse them next time (default: a temporary folder)")
+    broker_sub.add_parser("stop", help="stop the broker started by `broker start`")
+    broker_sub.add_parser("status", help="print the bootstrap servers of the running broker")
+
+    sub.add_parser("setup", help="check Java and Maven and resolve the Kafka jars into the cache")
+
+    demo = sub.add_parser("demo", help="run the streaming demo against a local or given broker")
+    demo.add_argument("--bootstrap-servers", metavar="HOST:PORT",
+                      help="use this broker instead of starting a local one")
+    demo.add_argument("--topic", default="dstream-demo", help="topic to read (default dstream-demo)")
+    demo.add_argument("--group", default="dstream-demo", help="consumer group (default dstream-demo)")
+    demo.add_argument("--batch-seconds", type=float, default=1.0, help="batch interval (default 1)")
+    demo.add_argument("--rate", type=int, default=200, help="records per second produced (default 200)")
+    demo.add_argument("--duration", type=float, default=None,
+                      help="stop gracefully after this many seconds (default: run until Ctrl-C)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``dstream-kafka``; returns the process exit code (0 success, 1 failure, 2 usage)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "broker":
+            from dstream_kafka.services import broker_process
+
+            if args.action == "start":
+                if args.brokers < 1:
+                    parser.error("--brokers must be at least 1")
+                return broker_process.start_broker_foreground(args.brokers, args.data_dir)
+            if args.action == "stop":
+                return broker_process.stop_broker()
+            return broker_process.broker_status()
+        if args.command == "setup":
+            return _setup()
+        if args.command == "demo":
+            from dstream_kafka.demo import run_demo
+
+            return run_demo(args)
+    except DStreamKafkaError as exc:
+        print(f"dstream-kafka: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    parser.error(f"unknown command {args.command}")
+    return 2  # pragma: no cover - parser.error exits
+
+
+def _setup() -> int:
+    from dstream_kafka.services.environment import require_java, require_maven
+    from dstream_kafka.services.kafka import kafka_classpath
+    from dstream_kafka.services.maven import KAFKA_VERSION
+
+    print(f"java: {require_java()}")
+    print(f"maven: {require_maven()}")
+    jars = kafka_classpath().split(":")
+    print(f"Apache Kafka {KAFKA_VERSION}: {len(jars)} jars resolved into {jars[0].rsplit('/', 2)[0]}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

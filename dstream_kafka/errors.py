@@ -1,0 +1,123 @@
+"""The exception hierarchy of dstream_kafka.
+
+Every error the package raises on purpose derives from :class:`DStreamKafkaError`, so
+``except DStreamKafkaError`` catches all of them. Most classes also derive from the builtin
+that fits (``ValueError``, ``TypeError``, ``RuntimeError``, ``ImportError``) so that code
+written against Spark's or kafka-python's conventions keeps working.
+
+Hierarchy::
+
+    DStreamKafkaError
+    ├── ConfigurationError (ValueError)         bad user input, found before any data moves
+    │   ├── InvalidOffsetRangeError              fromOffset > untilOffset, negative offsets
+    │   ├── OffsetsJsonError                     malformed startingOffsets/endingOffsets JSON
+    │   └── UnknownTopicPartitionError           a topic or partition the cluster does not have
+    ├── MissingDependencyError (ImportError)     an optional extra or a system tool is missing
+    ├── KafkaReadError (RuntimeError)            executor-side reads that did not return the range
+    │   ├── WrongOffsetError                     a record came back at another offset than asked
+    │   └── FetchTimeoutError                    no data within the poll timeout
+    ├── DataLossError (RuntimeError)             offsets that are no longer in the log
+    ├── PartitionsRevokedError (RuntimeError)    another consumer in the same group took partitions
+    ├── OffsetCommitError (RuntimeError)         a commit to Kafka or a store failed
+    ├── OffsetStoreError (RuntimeError)          offset store failures
+    │   ├── OffsetFencedError                    a commit that does not continue the stored offsets
+    │   └── CorruptCheckpointError               unreadable or truncated checkpoint files
+    ├── StreamingStateError (RuntimeError)       a StreamingContext used in the wrong state
+    └── ServiceError (RuntimeError)              local services (broker, databases) failed to start
+        └── ServiceAlreadyRunningError           a second start while one is running
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DStreamKafkaError",
+    "ConfigurationError",
+    "InvalidOffsetRangeError",
+    "OffsetsJsonError",
+    "UnknownTopicPartitionError",
+    "MissingDependencyError",
+    "KafkaReadError",
+    "WrongOffsetError",
+    "FetchTimeoutError",
+    "DataLossError",
+    "PartitionsRevokedError",
+    "OffsetCommitError",
+    "OffsetStoreError",
+    "OffsetFencedError",
+    "CorruptCheckpointError",
+    "StreamingStateError",
+    "ServiceError",
+    "ServiceAlreadyRunningError",
+]
+
+
+class DStreamKafkaError(Exception):
+    """Root of every exception raised on purpose by dstream_kafka."""
+
+
+class ConfigurationError(DStreamKafkaError, ValueError):
+    """Bad user input: the message names the field and how to fix it."""
+
+
+class InvalidOffsetRangeError(ConfigurationError):
+    """An offset range that cannot be read (``fromOffset > untilOffset``, negative offsets)."""
+
+
+class OffsetsJsonError(ConfigurationError):
+    """Malformed offsets JSON; the message names the offending key and shows the expected shape."""
+
+
+class UnknownTopicPartitionError(ConfigurationError):
+    """A topic or partition that the cluster does not have."""
+
+
+class MissingDependencyError(DStreamKafkaError, ImportError):
+    """An optional extra (``pip install dstream_kafka[X]``) or a system tool is not installed."""
+
+
+class KafkaReadError(DStreamKafkaError, RuntimeError):
+    """An executor could not return exactly the requested offset range."""
+
+
+class WrongOffsetError(KafkaReadError):
+    """Kafka returned a record at another offset than the one requested."""
+
+
+class FetchTimeoutError(KafkaReadError):
+    """No record arrived within ``spark.streaming.kafka.consumer.poll.ms``."""
+
+
+class DataLossError(DStreamKafkaError, RuntimeError):
+    """Offsets that should be read are gone from Kafka (retention, deletion, truncation)."""
+
+
+class PartitionsRevokedError(DStreamKafkaError, RuntimeError):
+    """Kafka revoked partitions from the driver consumer (another stream uses the group.id)."""
+
+
+class OffsetCommitError(DStreamKafkaError, RuntimeError):
+    """Committing offsets failed."""
+
+
+class OffsetStoreError(DStreamKafkaError, RuntimeError):
+    """An offset store could not load or save offsets."""
+
+
+class OffsetFencedError(OffsetStoreError):
+    """A commit whose ranges do not start where the stored offsets end (another driver won)."""
+
+
+class CorruptCheckpointError(OffsetStoreError):
+    """A checkpoint file is unreadable, truncated or of an unknown version."""
+
+
+class StreamingStateError(DStreamKafkaError, RuntimeError):
+    """A StreamingContext or DStream used in a state that does not allow the call."""
+
+
+class ServiceError(DStreamKafkaError, RuntimeError):
+    """A local service (Kafka broker, PostgreSQL, ZooKeeper, Spark cluster) failed."""
+
+
+class ServiceAlreadyRunningError(ServiceError):
+    """A service was started while another instance of it is running."""

@@ -1,0 +1,24 @@
+"""PySpark worker daemon that freezes import-time objects before forking workers.
+
+PySpark's daemon runs ``gc.collect()`` after every reused task; freezing what the daemon imported
+(pyspark, kafka-python, dstream_kafka) into the permanent generation keeps that collection short.
+Selected with ``spark.python.daemon.module=dstream_kafka.services.frozen_daemon``.
+"""
+
+import gc
+
+import pyspark.worker  # noqa: F401  imported once here so every forked worker inherits it
+
+try:  # warm the read path too; a worker without kafka-python still starts
+    import kafka  # noqa: F401
+
+    import dstream_kafka  # noqa: F401
+except ImportError:  # pragma: no cover
+    pass
+
+gc.freeze()
+
+from pyspark import daemon  # noqa: E402
+
+if __name__ == "__main__":
+    daemon.manager()

@@ -1,0 +1,470 @@
+"""A real Apache Kafka cluster in KRaft mode on 127.0.0.1, from the jars on Maven Central.
+
+Each node is one JVM that is both broker and controller (``process.roles=broker,controller``),
+with free ports and its data under one folder. One node by default; three for failure tests.
+The cluster object also carries the test helpers Spark's ``KafkaTestUtils`` had: create topics,
+produce keyed records, delete records, stop and start one broker.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import json
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from dstream_kafka.errors import ServiceError
+from dstream_kafka.services.environment import (
+    ManagedProcess,
+    free_port,
+    port_open,
+    require_java,
+    wait_until,
+)
+from dstream_kafka.services.maven import KAFKA_VERSION, kafka_artifacts, resolve_classpath
+
+__all__ = ["KafkaCluster", "kafka_classpath"]
+
+_LOG4J2 = """\
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.controller.name = org.apache.kafka.controller
+logger.controller.level = WARN
+logger.statechange.name = state.change.logger
+logger.statechange.level = WARN
+logger.raft.name = org.apache.kafka.raft
+logger.raft.level = WARN
+"""
+
+
+def kafka_classpath(version: str = KAFKA_VERSION) -> str:
+    """Return the Java classpath of the Kafka broker and tools, resolving it on first use."""
+    jars = resolve_classpath(f"kafka-{version}", kafka_artifacts(version))
+    return os.pathsep.join(str(j) for j in jars)
+
+
+def _kafka_uuid() -> str:
+    # Kafka cluster ids are 16 random bytes in URL-safe base64 without padding; Kafka's own
+    # generator avoids ids that start with '-', which its command-line parsing would misread.
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+class _Node:
+    def __init__(self, node_id: int, root: Path, port: int, controller_port: int) -> None:
+        self.node_id = node_id
+        self.dir = root / f"node-{node_id}"
+        self.port = port
+        self.controller_port = controller_port
+        self.process: ManagedProcess | None = None
+
+    @property
+    def config_path(self) -> Path:
+        return self.dir / "server.properties"
+
+
+class KafkaCluster:
+    """A local Kafka cluster (KRaft, no ZooKeeper) for tests, demos and benchmarks.
+
+    Parameters
+    ----------
+    brokers : int
+        Number of nodes, each broker and controller. 1 by default; 3 for failure tests.
+    data_dir : str or Path, optional
+        Where logs and metadata live. A given folder is kept after :meth:`stop` and reused by a
+        later start (same cluster id, same ports when free); by default a temporary folder is
+        used and removed on stop.
+    heap : str
+        JVM heap of each node.
+    broker_config : mapping, optional
+        Extra ``server.properties`` entries for every node.
+
+    Examples
+    --------
+    >>> with KafkaCluster() as kafka:                        # doctest: +SKIP
+    ...     kafka.create_topic("t", partitions=4)
+    ...     kafka.produce("t", [(b"k", b"v")])
+    """
+
+    def __init__(self, brokers: int = 1, data_dir: str | Path | None = None, heap: str = "512m",
+                 broker_config: Mapping[str, Any] | None = None,
+                 version: str = KAFKA_VERSION) -> None:
+        if brokers < 1:
+            raise ValueError(f"brokers must be at least 1, got {brokers}")
+        self.brokers = brokers
+        self.heap = heap
+        self.version = version
+        self.extra_config = dict(broker_config or {})
+        self._keep_data = data_dir is not None
+        self._data_dir = Path(data_dir).resolve() if data_dir is not None else None
+        self._nodes: list[_Node] = []
+        self._admin: Any = None
+        self._producer: Any = None
+        self._classpath: str | None = None
+        self._java: str | None = None
+        self._started = False
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def data_dir(self) -> Path:
+        if self._data_dir is None:
+            raise ServiceError("the cluster has no data folder before start()")
+        return self._data_dir
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Comma-separated ``127.0.0.1:port`` of every node, running or not."""
+        return ",".join(f"127.0.0.1:{n.port}" for n in self._nodes)
+
+    @property
+    def node_ids(self) -> list[int]:
+        return [n.node_id for n in self._nodes]
+
+    def broker_pids(self) -> dict[int, int | None]:
+        return {n.node_id: (n.process.pid if n.process else None) for n in self._nodes}
+
+    def __enter__(self) -> "KafkaCluster":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self, timeout: float = 120.0) -> "KafkaCluster":
+        """Resolve the jars if needed, format storage once, start every node and wait for them."""
+        if self._started:
+            return self
+        self._java = require_java()
+        self._classpath = kafka_classpath(self.version)
+        if self._data_dir is None:
+            self._data_dir = Path(tempfile.mkdtemp(prefix="dstream-kafka-broker-"))
+        self._data_dir.mkdir(parents=True, exist_ok=True)
+        layout = self._load_or_create_layout()
+        self._nodes = [
+            _Node(n["node_id"], self._data_dir, n["port"], n["controller_port"]) for n in layout["nodes"]
+        ]
+        for node in self._nodes:
+            self._write_config(node)
+        self._format(layout["cluster_id"])
+        self._started = True
+        atexit.register(self.stop)
+        for node in self._nodes:
+            self._launch(node)
+        self._wait_ready(timeout)
+        return self
+
+    def stop(self) -> None:
+        """Stop every node (SIGTERM, then SIGKILL) and remove a temporary data folder."""
+        if not self._started:
+            return
+        self._started = False
+        self._close_clients()
+        for node in self._nodes:
+            if node.process:
+                node.process.stop(timeout=30)
+        if not self._keep_data and self._data_dir is not None:
+            shutil.rmtree(self._data_dir, ignore_errors=True)
+        try:
+            atexit.unregister(self.stop)
+        except Exception:  # pragma: no cover - interpreter shutting down
+            pass
+
+    def stop_broker(self, node_id: int, kill: bool = False) -> None:
+        """Stop one node; ``kill=True`` sends SIGKILL, as a crash would."""
+        node = self._node(node_id)
+        if node.process:
+            if kill:
+                node.process.kill()
+            else:
+                node.process.stop(timeout=30)
+        self._close_clients()
+
+    def start_broker(self, node_id: int, timeout: float = 90.0) -> None:
+        """Start one stopped node again and wait until it serves requests."""
+        node = self._node(node_id)
+        if node.process and node.process.running():
+            return
+        self._launch(node)
+        wait_until(lambda: port_open(node.port), timeout, f"Kafka node {node_id} to listen",
+                   alive=node.process.death_note if node.process else None)
+        self._wait_ready(timeout)
+
+    def _node(self, node_id: int) -> _Node:
+        for node in self._nodes:
+            if node.node_id == node_id:
+                return node
+        raise ValueError(f"no Kafka node {node_id}; nodes are {self.node_ids}")
+
+    def _load_or_create_layout(self) -> dict:
+        layout_path = self.data_dir / "cluster.json"
+        if layout_path.is_file():
+            layout = json.loads(layout_path.read_text())
+            if len(layout["nodes"]) != self.brokers:
+                raise ServiceError(
+                    f"{self.data_dir} holds a {len(layout['nodes'])}-node cluster; start it with "
+                    f"--brokers {len(layout['nodes'])} or choose another --data-dir"
+                )
+            for node in layout["nodes"]:
+                # Reuse the recorded ports so clients and committed state stay valid; pick new
+                # ones only if something else took them meanwhile.
+                for key in ("port", "controller_port"):
+                    if port_open(node[key]):
+                        node[key] = free_port()
+        else:
+            layout = {
+                "cluster_id": _kafka_uuid(),
+                "version": self.version,
+                "nodes": [
+                    {"node_id": i + 1, "port": free_port(), "controller_port": free_port()}
+                    for i in range(self.brokers)
+                ],
+            }
+        layout_path.write_text(json.dumps(layout, indent=2))
+        return layout
+
+    def _write_config(self, node: _Node) -> None:
+        node.dir.mkdir(parents=True, exist_ok=True)
+        n = len(self._nodes)
+        rf = min(3, n)
+        voters = ",".join(f"{m.node_id}@127.0.0.1:{m.controller_port}" for m in self._nodes)
+        props: dict[str, Any] = {
+            "process.roles": "broker,controller",
+            "node.id": node.node_id,
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(node.dir / "logs"),
+            "num.partitions": 1,
+            "default.replication.factor": rf,
+            "min.insync.replicas": 1,
+            "offsets.topic.replication.factor": rf,
+            # Few partitions for the internal topics: their creation dominates the first group
+            # commit on a 2-core machine, and tests never need 50.
+            "offsets.topic.num.partitions": 4,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": 1,
+            "transaction.state.log.num.partitions": 4,
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": 1,
+            "group.initial.rebalance.delay.ms": 0,
+            "auto.create.topics.enable": "false",
+            "delete.topic.enable": "true",
+            "num.network.threads": 2,
+            "num.io.threads": 4,
+            "log.cleaner.backoff.ms": 500,
+            "log.retention.check.interval.ms": 1000,
+            "controlled.shutdown.enable": "true",
+        }
+        props.update(self.extra_config)
+        node.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        (node.dir / "log4j2.properties").write_text(_LOG4J2.format(log=node.dir / "server.log"))
+
+    def _java_argv(self, main: str, *args: str, heap: str = "256m", node: _Node | None = None) -> list[str]:
+        assert self._java and self._classpath
+        argv = [self._java, f"-Xmx{heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                "-Djava.awt.headless=true", "-cp", self._classpath]
+        if node is not None:
+            argv.insert(1, f"-Dlog4j2.configurationFile={node.dir / 'log4j2.properties'}")
+            argv.insert(1, f"-Xms{self.heap}")
+        return [*argv, main, *args]
+
+    def _format(self, cluster_id: str) -> None:
+        procs = []
+        for node in self._nodes:
+            if (node.dir / "logs" / "meta.properties").is_file():
+                continue  # formatted by an earlier run: keep its data
+            proc = ManagedProcess(
+                f"kafka-storage format (node {node.node_id})",
+                self._java_argv("kafka.tools.StorageTool", "format", "-t", cluster_id,
+                                "-c", str(node.config_path), "--ignore-formatted"),
+                node.dir / "format.log",
+            )
+            proc.start()
+            procs.append(proc)
+        for proc in procs:
+            assert proc.proc is not None
+            if proc.proc.wait(timeout=120) != 0:
+                raise ServiceError(f"{proc.name} failed:\n{proc.log_tail()}")
+
+    def _launch(self, node: _Node) -> None:
+        node.process = ManagedProcess(
+            f"Kafka node {node.node_id}",
+            self._java_argv("kafka.Kafka", str(node.config_path), heap=self.heap, node=node),
+            node.dir / "stdout.log",
+        )
+        node.process.start()
+
+    def _wait_ready(self, timeout: float) -> None:
+        def all_listening() -> bool:
+            return all(port_open(n.port) for n in self._nodes if n.process and n.process.running())
+
+        def died() -> str | None:
+            for n in self._nodes:
+                if n.process and not n.process.running():
+                    note = n.process.death_note()
+                    server_log = n.dir / "server.log"
+                    if server_log.is_file():
+                        tail = server_log.read_text(errors="replace").splitlines()[-15:]
+                        note = f"{note}\nserver.log:\n" + "\n".join(tail)
+                    return note
+            return None
+
+        wait_until(all_listening, timeout, "Kafka to listen", alive=died)
+        running = [n for n in self._nodes if n.process and n.process.running()]
+        wait_until(lambda: self._brokers_registered() >= len(running), timeout,
+                   f"{len(running)} Kafka broker(s) to register", interval=0.5, alive=died)
+
+    def _brokers_registered(self) -> int:
+        try:
+            admin = self.admin()
+            return len(admin.describe_cluster().get("brokers", []))
+        except Exception:
+            self._close_clients()
+            return 0
+
+    # ------------------------------------------------------------------ clients
+    def admin(self) -> Any:
+        """Return a cached ``kafka.KafkaAdminClient`` bound to this cluster."""
+        if self._admin is None:
+            from kafka import KafkaAdminClient
+
+            self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers,
+                                           client_id="dstream-kafka-harness",
+                                           request_timeout_ms=30000)
+        return self._admin
+
+    def producer(self) -> Any:
+        """Return a cached ``kafka.KafkaProducer`` (acks=all, no compression)."""
+        if self._producer is None:
+            from kafka import KafkaProducer
+
+            self._producer = KafkaProducer(bootstrap_servers=self.bootstrap_servers, acks="all",
+                                           linger_ms=5, batch_size=256 * 1024,
+                                           client_id="dstream-kafka-harness-producer")
+        return self._producer
+
+    def _close_clients(self) -> None:
+        for attr in ("_producer", "_admin"):
+            client = getattr(self, attr)
+            setattr(self, attr, None)
+            if client is not None:
+                try:
+                    client.close(timeout=5) if attr == "_producer" else client.close()
+                except Exception:
+                    pass
+
+    # ------------------------------------------------------------------ topics and records
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
+                     config: Mapping[str, Any] | None = None, timeout: float = 30.0) -> None:
+        """Create ``name`` and wait until every partition has a leader."""
+        from kafka.admin import NewTopic
+
+        rf = replication_factor or min(3, len(self._nodes))
+        topic = NewTopic(name, partitions, rf, topic_configs={k: str(v) for k, v in (config or {}).items()})
+        self.admin().create_topics([topic], timeout_ms=int(timeout * 1000))
+        self.wait_for_partitions(name, partitions, timeout)
+
+    def add_partitions(self, name: str, total: int, timeout: float = 30.0) -> None:
+        """Grow topic ``name`` to ``total`` partitions."""
+        from kafka.admin import NewPartitions
+
+        self.admin().create_partitions({name: NewPartitions(total)}, timeout_ms=int(timeout * 1000))
+        self.wait_for_partitions(name, total, timeout)
+
+    def delete_topic(self, name: str) -> None:
+        self.admin().delete_topics([name])
+
+    def partitions_for(self, name: str) -> list[int]:
+        """Return the partition numbers of ``name`` that have a leader."""
+        try:
+            described = self.admin().describe_topics([name])
+        except Exception:
+            return []
+        for topic in described:
+            if topic.get("name") == name and not topic.get("error_code"):
+                return sorted(p["partition_index"] for p in topic.get("partitions", [])
+                              if p.get("leader_id", -1) >= 0)
+        return []
+
+    def wait_for_partitions(self, name: str, count: int, timeout: float = 30.0) -> None:
+        wait_until(lambda: len(self.partitions_for(name)) >= count, timeout,
+                   f"{count} partition(s) of topic {name} to get leaders")
+
+    def produce(self, topic: str, records: Iterable[Any], partition: int | None = None,
+                headers: Sequence[tuple[str, bytes]] | None = None) -> list[tuple[int, int]]:
+        """Send records and wait for acknowledgement.
+
+        ``records`` holds values, or ``(key, value)`` tuples; str is UTF-8 encoded.
+        Returns ``(partition, offset)`` per record, in order.
+        """
+        producer = self.producer()
+        futures = []
+        for rec in records:
+            key, value = rec if isinstance(rec, tuple) else (None, rec)
+            futures.append(producer.send(topic, key=_bytes(key), value=_bytes(value),
+                                         partition=partition, headers=list(headers or [])))
+        producer.flush(timeout=60)
+        out = []
+        for fut in futures:
+            meta = fut.get(timeout=60)
+            out.append((meta.partition, meta.offset))
+        return out
+
+    def send_messages(self, topic: str, counts: Mapping[str, int], partition: int | None = None) -> int:
+        """Send each value ``counts[value]`` times with a null key, as Spark's KafkaTestUtils did."""
+        values = [v for v, n in counts.items() for _ in range(n)]
+        self.produce(topic, values, partition=partition)
+        return len(values)
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        """Return the log end offset (next offset to be written) per partition."""
+        return self._list_offsets(topic, "latest")
+
+    def beginning_offsets(self, topic: str) -> dict[int, int]:
+        """Return the log start offset per partition."""
+        return self._list_offsets(topic, "earliest")
+
+    def _list_offsets(self, topic: str, which: str) -> dict[int, int]:
+        from kafka import TopicPartition
+        from kafka.admin import OffsetSpec
+
+        spec = OffsetSpec.LATEST if which == "latest" else OffsetSpec.EARLIEST
+        parts = self.partitions_for(topic)
+        result = self.admin().list_partition_offsets({TopicPartition(topic, p): spec for p in parts})
+        return {tp.partition: _offset_of(info) for tp, info in result.items()}
+
+    def delete_records(self, topic: str, before: Mapping[int, int]) -> None:
+        """Delete records of ``topic`` below ``before[partition]`` (moves the log start offset)."""
+        from kafka import TopicPartition
+
+        self.admin().delete_records({TopicPartition(topic, p): o for p, o in before.items()})
+
+
+def _bytes(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return str(value).encode("utf-8")
+
+
+def _offset_of(info: Any) -> int:
+    # kafka-python returns an OffsetAndTimestamp-like value; accept plain ints too.
+    return int(getattr(info, "offset", info))

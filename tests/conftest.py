@@ -1,0 +1,90 @@
+"""Session-scoped fixtures for the real local services, and unique names per test.
+
+Services start on first use and stop at the end of the session; a test that never asks for
+PostgreSQL never starts it. Names (topics, groups, tables) are unique per test so tests never
+see each other's data.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Callable, Iterator
+
+import pytest
+
+from dstream_kafka.services.spark import prepare_environment
+
+prepare_environment()
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator["KafkaCluster"]:  # noqa: F821
+    """One real Kafka broker (KRaft) on 127.0.0.1 for the whole session."""
+    from dstream_kafka.services.kafka import KafkaCluster
+
+    cluster = KafkaCluster(brokers=1)
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka3() -> Iterator["KafkaCluster"]:  # noqa: F821
+    """A three-broker Kafka cluster for failure tests (started only when a test asks)."""
+    from dstream_kafka.services.kafka import KafkaCluster
+
+    cluster = KafkaCluster(brokers=3, heap="384m")
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator["PostgresServer"]:  # noqa: F821
+    """A private PostgreSQL server with a password (to prove it never leaks)."""
+    from dstream_kafka.services.postgres import PostgresServer
+
+    server = PostgresServer(password="pg-" + uuid.uuid4().hex)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def zookeeper() -> Iterator["ZooKeeperServer"]:  # noqa: F821
+    """A private ZooKeeper server."""
+    from dstream_kafka.services.zookeeper import ZooKeeperServer
+
+    server = ZooKeeperServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def sc() -> Iterator["SparkContext"]:  # noqa: F821
+    """One SparkContext on local[2] with the project's interpreter on the workers."""
+    from pyspark import SparkContext
+
+    from dstream_kafka.services.spark import local_spark_conf
+
+    conf = local_spark_conf(
+        "local[2]", "dstream_kafka-tests",
+        extra={"spark.streaming.kafka.consumer.poll.ms": "10000"},
+    )
+    context = SparkContext.getOrCreate(conf)
+    context.setLogLevel("ERROR")
+    yield context
+    context.stop()
+
+
+@pytest.fixture
+def unique(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """Return ``make(prefix)`` giving names unique to this test (topics, groups, tables)."""
+    base = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name)[:40].strip("-").lower()
+
+    def make(prefix: str) -> str:
+        return f"{prefix}-{base}-{uuid.uuid4().hex[:8]}"
+
+    return make

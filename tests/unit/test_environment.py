@@ -1,0 +1,63 @@
+"""A machine without Java, Maven or a Debian package gets one clear instruction, not a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dstream_kafka.errors import MissingDependencyError
+
+
+def _run_cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dstream_kafka.cli", *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_missing_java_names_the_package_to_install(tmp_path):
+    env = {**os.environ, "PATH": str(tmp_path), "DSTREAM_KAFKA_RUN_DIR": str(tmp_path / "run")}
+    result = _run_cli(["broker", "start"], env)
+    assert result.returncode == 1
+    assert "java is required" in result.stderr
+    assert "apt-get install -y openjdk-17-jre-headless" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_maven_names_the_package_to_install_when_jars_are_not_cached(tmp_path):
+    java = Path(subprocess.run(["sh", "-c", "command -v java"], capture_output=True,
+                               text=True).stdout.strip())
+    only_java = tmp_path / "bin"
+    only_java.mkdir()
+    (only_java / "java").symlink_to(java.resolve())
+    env = {**os.environ, "PATH": str(only_java), "DSTREAM_KAFKA_CACHE": str(tmp_path / "cache")}
+    result = _run_cli(["setup"], env)
+    assert result.returncode == 1
+    assert "mvn is required" in result.stderr
+    assert "apt-get install -y maven" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_postgresql_server_names_the_debian_package(tmp_path):
+    from dstream_kafka.services.postgres import postgres_bin_dir
+
+    with pytest.raises(MissingDependencyError, match=r"apt-get install -y postgresql"):
+        postgres_bin_dir(tmp_path)
+
+
+def test_missing_zookeeper_names_the_debian_package(tmp_path, monkeypatch):
+    from dstream_kafka.services import zookeeper
+
+    monkeypatch.setattr(zookeeper, "_JAR", tmp_path / "zookeeper.jar")
+    with pytest.raises(MissingDependencyError, match=r"apt-get install -y zookeeper"):
+        zookeeper.ZooKeeperServer().start()
+
+
+def test_cache_dir_honours_the_environment_variable(tmp_path, monkeypatch):
+    from dstream_kafka.services.environment import cache_dir
+
+    monkeypatch.setenv("DSTREAM_KAFKA_CACHE", str(tmp_path / "c"))
+    assert cache_dir() == tmp_path / "c"
+    assert (tmp_path / "c").is_dir()
