@@ -1,0 +1,382 @@
+"""Every Spark configuration key dstream_kafka honours, with its default, and a typed reader.
+
+Key names and defaults are Spark's (``package.scala`` of kafka-0-10, ``StreamingConf``,
+``RateEstimator``), except :data:`CONSUMER_BACKEND`, which is ours. Values are parsed
+strictly: a bad value raises :class:`~dstream_kafka.errors.ConfigurationError` naming the
+key, the value and a valid example, before any data moves.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from dstream_kafka.errors import ConfigurationError
+
+__all__ = [
+    "ALLOW_NON_CONSECUTIVE_OFFSETS",
+    "BACKPRESSURE_ENABLED",
+    "BACKPRESSURE_INITIAL_RATE",
+    "CONCURRENT_JOBS",
+    "CONSUMER_BACKEND",
+    "CONSUMER_BACKENDS",
+    "CONSUMER_CACHE_ENABLED",
+    "CONSUMER_CACHE_INITIAL_CAPACITY",
+    "CONSUMER_CACHE_LOAD_FACTOR",
+    "CONSUMER_CACHE_MAX_CAPACITY",
+    "CONSUMER_POLL_MS",
+    "DEFAULTS",
+    "MAX_RATE_PER_PARTITION",
+    "MAX_RETRIES",
+    "MIN_RATE_PER_PARTITION",
+    "NETWORK_TIMEOUT",
+    "PID_DERIVED",
+    "PID_INTEGRAL",
+    "PID_MIN_RATE",
+    "PID_PROPORTIONAL",
+    "RATE_ESTIMATOR",
+    "STOP_GRACEFULLY_ON_SHUTDOWN",
+    "SparkConfReader",
+    "parse_time_string",
+]
+
+# kafka-0-10 package.scala
+CONSUMER_CACHE_ENABLED = "spark.streaming.kafka.consumer.cache.enabled"
+CONSUMER_POLL_MS = "spark.streaming.kafka.consumer.poll.ms"
+CONSUMER_CACHE_INITIAL_CAPACITY = "spark.streaming.kafka.consumer.cache.initialCapacity"
+CONSUMER_CACHE_MAX_CAPACITY = "spark.streaming.kafka.consumer.cache.maxCapacity"
+CONSUMER_CACHE_LOAD_FACTOR = "spark.streaming.kafka.consumer.cache.loadFactor"
+MAX_RATE_PER_PARTITION = "spark.streaming.kafka.maxRatePerPartition"
+MIN_RATE_PER_PARTITION = "spark.streaming.kafka.minRatePerPartition"
+ALLOW_NON_CONSECUTIVE_OFFSETS = "spark.streaming.kafka.allowNonConsecutiveOffsets"
+#: Kafka 0-8 direct stream only: leader-offset retries (2 attempts in all by default).
+MAX_RETRIES = "spark.streaming.kafka.maxRetries"
+# Streaming core (StreamingConf, RateController, RateEstimator)
+BACKPRESSURE_ENABLED = "spark.streaming.backpressure.enabled"
+BACKPRESSURE_INITIAL_RATE = "spark.streaming.backpressure.initialRate"
+RATE_ESTIMATOR = "spark.streaming.backpressure.rateEstimator"
+PID_PROPORTIONAL = "spark.streaming.backpressure.pid.proportional"
+PID_INTEGRAL = "spark.streaming.backpressure.pid.integral"
+PID_DERIVED = "spark.streaming.backpressure.pid.derived"
+PID_MIN_RATE = "spark.streaming.backpressure.pid.minRate"
+STOP_GRACEFULLY_ON_SHUTDOWN = "spark.streaming.stopGracefullyOnShutdown"
+CONCURRENT_JOBS = "spark.streaming.concurrentJobs"
+# Spark core
+NETWORK_TIMEOUT = "spark.network.timeout"
+# dstream_kafka's own: which Python Kafka client executors and the driver use.
+CONSUMER_BACKEND = "spark.streaming.kafka.consumer.backend"
+CONSUMER_BACKENDS = ("kafka-python", "confluent-kafka")
+
+#: Default of every key, in Spark's string form. ``CONSUMER_POLL_MS`` has none: when it is
+#: unset the poll timeout is ``spark.network.timeout`` in whole seconds times 1000.
+DEFAULTS: Mapping[str, str | None] = {
+    CONSUMER_CACHE_ENABLED: "true",
+    CONSUMER_POLL_MS: None,
+    CONSUMER_CACHE_INITIAL_CAPACITY: "16",
+    CONSUMER_CACHE_MAX_CAPACITY: "64",
+    CONSUMER_CACHE_LOAD_FACTOR: "0.75",
+    MAX_RATE_PER_PARTITION: "0",
+    MIN_RATE_PER_PARTITION: "1",
+    ALLOW_NON_CONSECUTIVE_OFFSETS: "false",
+    MAX_RETRIES: "1",
+    BACKPRESSURE_ENABLED: "false",
+    BACKPRESSURE_INITIAL_RATE: "0",
+    RATE_ESTIMATOR: "pid",
+    PID_PROPORTIONAL: "1.0",
+    PID_INTEGRAL: "0.2",
+    PID_DERIVED: "0.0",
+    PID_MIN_RATE: "100",
+    STOP_GRACEFULLY_ON_SHUTDOWN: "false",
+    CONCURRENT_JOBS: "1",
+    NETWORK_TIMEOUT: "120s",
+    CONSUMER_BACKEND: "kafka-python",
+}
+
+# Spark's JavaUtils.timeSuffixes, as multiples of one microsecond.
+_TIME_UNITS_US = {
+    "us": 1,
+    "ms": 1_000,
+    "s": 1_000_000,
+    "m": 60_000_000,
+    "min": 60_000_000,
+    "h": 3_600_000_000,
+    "d": 86_400_000_000,
+}
+_TIME_RE = re.compile(r"(-?[0-9]+)([a-z]+)?")
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _bad(key: str, value: Any, expected: str, example: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"Invalid value {value!r} for {key}: expected {expected}, e.g. {key}={example}"
+    )
+
+
+def parse_time_string(value: str, unit: str = "ms", *, key: str = "time") -> int:
+    """Parse a Spark time string such as ``"120s"``, ``"500ms"`` or ``"2min"``.
+
+    Follows Spark's ``JavaUtils.timeStringAs``: case-insensitive, surrounding whitespace
+    ignored, suffixes ``us ms s m min h d``, a bare number is in ``unit``, and the result is
+    truncated to whole ``unit`` s (``"1500ms"`` is 1 second).
+
+    Raises
+    ------
+    ConfigurationError
+        If ``value`` is not a time string, naming ``key``.
+    """
+    lowered = value.strip().lower() if isinstance(value, str) else None
+    match = _TIME_RE.fullmatch(lowered) if lowered is not None else None
+    if match is None or (match.group(2) is not None and match.group(2) not in _TIME_UNITS_US):
+        raise _bad(
+            key,
+            value,
+            "a time such as 120s, 500ms or 2min (suffixes us, ms, s, m, min, h, d)",
+            "120s",
+        )
+    number = int(match.group(1))
+    suffix = match.group(2) or unit
+    micros = number * _TIME_UNITS_US[suffix]
+    # Java TimeUnit.convert truncates toward zero.
+    result = abs(micros) // _TIME_UNITS_US[unit]
+    return -result if micros < 0 else result
+
+
+class SparkConfReader:
+    """Typed, strict access to the keys above.
+
+    Parameters
+    ----------
+    conf : SparkConf, SparkContext, Mapping or None
+        Anything with ``get(key, default)`` (a pyspark ``SparkConf`` or a dict), a
+        ``SparkContext`` (its ``getConf()`` is used), or ``None`` for all defaults. Values
+        may be strings, as Spark stores them, or Python values of the right type.
+
+    Notes
+    -----
+    Values are read on every access, so a reader over a live ``SparkConf`` sees later
+    changes. The reader never imports pyspark.
+    """
+
+    def __init__(self, conf: Any = None) -> None:
+        if (
+            conf is not None
+            and not hasattr(conf, "get")
+            and callable(getattr(conf, "getConf", None))
+        ):
+            conf = conf.getConf()
+        if conf is not None and not callable(getattr(conf, "get", None)):
+            raise ConfigurationError(
+                f"Expected a SparkConf, a SparkContext, a dict or None, got {type(conf).__name__}"
+            )
+        self._conf = conf
+
+    def get_raw(self, key: str) -> Any:
+        """Return the value set for ``key``, or ``None`` when it is unset."""
+        if self._conf is None:
+            return None
+        if isinstance(self._conf, Mapping):
+            return self._conf.get(key)
+        return self._conf.get(key, None)
+
+    def _value(self, key: str, default: Any) -> Any:
+        raw = self.get_raw(key)
+        return default if raw is None else raw
+
+    def get_bool(self, key: str, default: bool | str | None = None) -> bool:
+        """Read ``key`` as a boolean: ``true``/``false`` in any case, or a Python bool."""
+        value = self._value(key, DEFAULTS.get(key) if default is None else default)
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        raise _bad(key, value, "true or false", "true")
+
+    def get_int(
+        self, key: str, default: int | str | None = None, *, minimum: int | None = None
+    ) -> int:
+        """Read ``key`` as a whole number (Java ``long`` range); floats are rejected."""
+        value = self._value(key, DEFAULTS.get(key) if default is None else default)
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str) and _INT_RE.fullmatch(value.strip()):
+            number = int(value.strip())
+        else:
+            raise _bad(key, value, "a whole number", str(DEFAULTS.get(key) or 1))
+        if not _INT64_MIN <= number <= _INT64_MAX:
+            raise _bad(
+                key, value, "a whole number within the 64-bit range", str(DEFAULTS.get(key) or 1)
+            )
+        if minimum is not None and number < minimum:
+            raise _bad(
+                key, value, f"a whole number >= {minimum}", str(DEFAULTS.get(key) or minimum)
+            )
+        return number
+
+    def get_float(
+        self, key: str, default: float | str | None = None, *, minimum: float | None = None
+    ) -> float:
+        """Read ``key`` as a finite number; NaN and infinities are rejected."""
+        value = self._value(key, DEFAULTS.get(key) if default is None else default)
+        number: float | None = None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = float(value)
+        elif isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                number = None
+        if number is None or not math.isfinite(number):
+            raise _bad(key, value, "a finite number", str(DEFAULTS.get(key) or "1.0"))
+        if minimum is not None and number < minimum:
+            raise _bad(key, value, f"a number >= {minimum}", str(DEFAULTS.get(key) or minimum))
+        return number
+
+    def get_time_ms(self, key: str, default: str | None = None) -> int:
+        """Read ``key`` as a time string; a bare number is milliseconds."""
+        value = self._value(key, DEFAULTS.get(key) if default is None else default)
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        return parse_time_string(value, "ms", key=key)
+
+    def get_str(self, key: str, default: str | None = None) -> str:
+        """Read ``key`` as a string."""
+        value = self._value(key, DEFAULTS.get(key) if default is None else default)
+        if not isinstance(value, str):
+            raise _bad(key, value, "a string", str(DEFAULTS.get(key)))
+        return value
+
+    # -- the keys ---------------------------------------------------------------------------
+
+    @property
+    def consumer_cache_enabled(self) -> bool:
+        """``spark.streaming.kafka.consumer.cache.enabled`` (default true)."""
+        return self.get_bool(CONSUMER_CACHE_ENABLED)
+
+    @property
+    def poll_timeout_ms(self) -> int:
+        """Executor poll timeout in ms.
+
+        ``spark.streaming.kafka.consumer.poll.ms`` when set, else ``spark.network.timeout``
+        truncated to whole seconds times 1000 (120000 by default), as Spark computes it.
+        A bare number in ``poll.ms`` is milliseconds; a suffixed time string is also accepted.
+        """
+        if self.get_raw(CONSUMER_POLL_MS) is not None:
+            timeout = self.get_time_ms(CONSUMER_POLL_MS, "0")
+            key = CONSUMER_POLL_MS
+        else:
+            value = self._value(NETWORK_TIMEOUT, DEFAULTS[NETWORK_TIMEOUT])
+            if isinstance(value, int) and not isinstance(value, bool):
+                value = str(value)
+            timeout = parse_time_string(value, "s", key=NETWORK_TIMEOUT) * 1000
+            key = NETWORK_TIMEOUT
+        if timeout < 0:
+            raise _bad(
+                key,
+                self.get_raw(key),
+                "a non-negative time",
+                "10000" if key == CONSUMER_POLL_MS else "120s",
+            )
+        return timeout
+
+    @property
+    def cache_initial_capacity(self) -> int:
+        """``spark.streaming.kafka.consumer.cache.initialCapacity`` (default 16)."""
+        return self.get_int(CONSUMER_CACHE_INITIAL_CAPACITY, minimum=0)
+
+    @property
+    def cache_max_capacity(self) -> int:
+        """``spark.streaming.kafka.consumer.cache.maxCapacity`` (default 64, a soft cap)."""
+        return self.get_int(CONSUMER_CACHE_MAX_CAPACITY, minimum=0)
+
+    @property
+    def cache_load_factor(self) -> float:
+        """``spark.streaming.kafka.consumer.cache.loadFactor`` (default 0.75)."""
+        factor = self.get_float(CONSUMER_CACHE_LOAD_FACTOR)
+        if factor <= 0:
+            raise _bad(
+                CONSUMER_CACHE_LOAD_FACTOR,
+                self.get_raw(CONSUMER_CACHE_LOAD_FACTOR),
+                "a number > 0",
+                "0.75",
+            )
+        return factor
+
+    @property
+    def max_rate_per_partition(self) -> int:
+        """``spark.streaming.kafka.maxRatePerPartition`` in records/s; 0 means unlimited."""
+        return self.get_int(MAX_RATE_PER_PARTITION)
+
+    @property
+    def min_rate_per_partition(self) -> int:
+        """``spark.streaming.kafka.minRatePerPartition`` in records/s (default 1)."""
+        return self.get_int(MIN_RATE_PER_PARTITION)
+
+    @property
+    def allow_non_consecutive_offsets(self) -> bool:
+        """``spark.streaming.kafka.allowNonConsecutiveOffsets`` (default false)."""
+        return self.get_bool(ALLOW_NON_CONSECUTIVE_OFFSETS)
+
+    @property
+    def max_retries(self) -> int:
+        """``spark.streaming.kafka.maxRetries`` (0-8 API only; default 1)."""
+        return self.get_int(MAX_RETRIES, minimum=0)
+
+    @property
+    def backpressure_enabled(self) -> bool:
+        """``spark.streaming.backpressure.enabled`` (default false)."""
+        return self.get_bool(BACKPRESSURE_ENABLED)
+
+    @property
+    def backpressure_initial_rate(self) -> int:
+        """``spark.streaming.backpressure.initialRate``, read as Spark's ``getLong(key, 0)``."""
+        return self.get_int(BACKPRESSURE_INITIAL_RATE)
+
+    @property
+    def rate_estimator(self) -> str:
+        """``spark.streaming.backpressure.rateEstimator`` (default ``"pid"``)."""
+        return self.get_str(RATE_ESTIMATOR)
+
+    @property
+    def pid_proportional(self) -> float:
+        """``spark.streaming.backpressure.pid.proportional`` (default 1.0)."""
+        return self.get_float(PID_PROPORTIONAL)
+
+    @property
+    def pid_integral(self) -> float:
+        """``spark.streaming.backpressure.pid.integral`` (default 0.2)."""
+        return self.get_float(PID_INTEGRAL)
+
+    @property
+    def pid_derived(self) -> float:
+        """``spark.streaming.backpressure.pid.derived`` (default 0.0)."""
+        return self.get_float(PID_DERIVED)
+
+    @property
+    def pid_min_rate(self) -> float:
+        """``spark.streaming.backpressure.pid.minRate`` (default 100)."""
+        return self.get_float(PID_MIN_RATE)
+
+    @property
+    def stop_gracefully_on_shutdown(self) -> bool:
+        """``spark.streaming.stopGracefullyOnShutdown`` (default false)."""
+        return self.get_bool(STOP_GRACEFULLY_ON_SHUTDOWN)
+
+    @property
+    def concurrent_jobs(self) -> int:
+        """``spark.streaming.concurrentJobs`` (default 1)."""
+        return self.get_int(CONCURRENT_JOBS, minimum=1)
+
+    @property
+    def consumer_backend(self) -> str:
+        """``spark.streaming.kafka.consumer.backend``: ``kafka-python`` (default) or
+        ``confluent-kafka``, case-insensitive, returned in lower case."""
+        value = self.get_str(CONSUMER_BACKEND)
+        normalized = value.strip().lower()
+        if normalized not in CONSUMER_BACKENDS:
+            raise _bad(
+                CONSUMER_BACKEND, value, "one of " + ", ".join(CONSUMER_BACKENDS), "confluent-kafka"
+            )
+        return normalized
