@@ -1,0 +1,89 @@
+"""Offset stores: where a stream keeps the offsets it has committed.
+
+=============================  ==============================================================
+``OffsetStores.checkpoint``    write-ahead offsets log + commit log in a checkpoint directory
+``OffsetStores.kafka``         the Kafka consumer group (at-least-once)
+``OffsetStores.sqlite``        SQLite file, results and offsets in one transaction (default)
+``OffsetStores.postgres``      PostgreSQL, results and offsets in one transaction
+``OffsetStores.zookeeper``     ZooKeeper, ``/consumers/<group>/offsets/<topic>/<partition>``
+=============================  ==============================================================
+
+Every store implements :class:`OffsetStore` (see :mod:`dstream_kafka.stores.base` for the
+rules: atomic commits, fencing of a second driver, idempotent re-commit). Store modules import
+their optional dependencies (psycopg2, kazoo) only when a store is created.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from dstream_kafka.stores.base import (
+    CommitRecord,
+    DataLossRecord,
+    OffsetStore,
+    PlannedBatch,
+    Transaction,
+    TransactionalOffsetStore,
+)
+from dstream_kafka.stores.checkpoint import CheckpointOffsetStore
+from dstream_kafka.stores.kafka_group import KafkaGroupMirror, KafkaGroupOffsetStore
+from dstream_kafka.stores.sql import PostgresOffsetStore, SqliteOffsetStore, SqlOffsetStore
+from dstream_kafka.stores.zookeeper import ZooKeeperOffsetStore
+
+__all__ = [
+    "CheckpointOffsetStore",
+    "CommitRecord",
+    "DataLossRecord",
+    "KafkaGroupMirror",
+    "KafkaGroupOffsetStore",
+    "OffsetStore",
+    "OffsetStores",
+    "PlannedBatch",
+    "PostgresOffsetStore",
+    "SqlOffsetStore",
+    "SqliteOffsetStore",
+    "Transaction",
+    "TransactionalOffsetStore",
+    "ZooKeeperOffsetStore",
+]
+
+_Mirror = Mapping[str, Any] | Callable[..., Any] | None
+
+
+class OffsetStores:
+    """Factory of the built-in offset stores (a namespace, as Spark's ``ConsumerStrategies``)."""
+
+    def __init__(self) -> None:  # pragma: no cover - a namespace, not a value
+        raise TypeError("OffsetStores is a namespace; call OffsetStores.sqlite(...) and friends")
+
+    @staticmethod
+    def checkpoint(path: str | os.PathLike[str], *, keep_batches: int = 100, spark_context: Any = None,
+                   also_commit_to_kafka_group: _Mirror = None) -> CheckpointOffsetStore:
+        """Offsets in the checkpoint directory ``path`` (local path or Hadoop URI)."""
+        return CheckpointOffsetStore(path, keep_batches=keep_batches, spark_context=spark_context,
+                                     also_commit_to_kafka_group=also_commit_to_kafka_group)
+
+    @staticmethod
+    def kafka(kafkaParams: Mapping[str, Any], **kwargs: Any) -> KafkaGroupOffsetStore:
+        """Offsets committed to the Kafka consumer group (``data_loss_topic``, ``timeout_ms``)."""
+        return KafkaGroupOffsetStore(kafkaParams, **kwargs)
+
+    @staticmethod
+    def sqlite(path: str | os.PathLike[str] = "dstream_kafka_offsets.db", **kwargs: Any) -> SqliteOffsetStore:
+        """Offsets in a SQLite file (``table_prefix``, ``keep_history``, ``timeout``, mirror)."""
+        return SqliteOffsetStore(path, **kwargs)
+
+    @staticmethod
+    def postgres(dsn: str | None = None, **kwargs: Any) -> PostgresOffsetStore:
+        """Offsets in PostgreSQL: a DSN and/or ``psycopg2.connect`` keyword arguments.
+
+        The password (in the DSN or as ``password=``) never appears in repr, logs or errors.
+        """
+        return PostgresOffsetStore(dsn, **kwargs)
+
+    @staticmethod
+    def zookeeper(hosts: Any = "127.0.0.1:2181", **kwargs: Any) -> ZooKeeperOffsetStore:
+        """Offsets in ZooKeeper at ``/consumers/<group>/offsets/<topic>/<partition>``."""
+        return ZooKeeperOffsetStore(hosts, **kwargs)

@@ -1,0 +1,442 @@
+"""Offsets in a checkpoint directory: a write-ahead offsets log and a commit log.
+
+Layout (the idea of Structured Streaming's ``HDFSMetadataLog``; ``metadata`` and ``state/`` of
+the same directory belong to the streaming checkpoint and are never touched here)::
+
+    <dir>/offsets/<batch_time_ms>      written by plan() before the batch's jobs run
+    <dir>/commits/<batch_time_ms>      written by commit() after the batch's output
+    <dir>/commits/<batch_time_ms>.next claim: which batch commits after that one
+    <dir>/commits/start.next           claim of the first commit
+    <dir>/data_loss/<after>-<recorded_at_ms>-<id>   one data-loss record each
+
+Every file is a version line ``v1`` followed by one JSON document, and is written to a temporary
+file and renamed (never overwritten), so a reader sees a complete file or none. Files hold data
+only (ranges and offsets), never pickled code, so they survive code changes.
+
+* ``offsets/<t>``: ``{"group_id", "batch_time_ms", "ranges": [{"topic", "partition",
+  "fromOffset", "untilOffset"}...], "planned_at_ms"}``
+* ``commits/<t>``: ``{"group_id", "batch_time_ms", "ranges", "offsets": {"topic": {"0": next}},
+  "previous_batch_time_ms", "committed_at_ms"}``; ``offsets`` is the full committed state after
+  the batch, so the newest commit file alone gives :meth:`CheckpointOffsetStore.load`.
+* ``commits/<p>.next``: ``{"group_id", "batch_time_ms"}``. A commit first claims the slot after
+  the newest commit ``p`` by creating this file; a second driver's claim of the same slot fails,
+  which fences it even when its batch times differ.
+
+A restart re-runs the oldest ``offsets/<t>`` newer than the newest commit
+(:meth:`CheckpointOffsetStore.pending`) over exactly the same ranges. The files of the newest
+``keep_batches`` committed batches are kept; older ones are deleted after a commit (data-loss
+records are never deleted). A data-loss record moves the stored offset of its partition from
+``lost_from`` to ``lost_until`` until the next commit carries it on. An unreadable file raises
+:class:`~dstream_kafka.errors.CorruptCheckpointError`; offsets are never reset.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from dstream_kafka.errors import ConfigurationError, CorruptCheckpointError, OffsetFencedError, OffsetStoreError
+from dstream_kafka.offsets import OffsetRange, TopicPartition, partition_offsets_from_json, partition_offsets_to_json
+from dstream_kafka.stores.base import (
+    CommitRecord,
+    DataLossRecord,
+    OffsetStore,
+    PlannedBatch,
+    advance_offsets,
+    as_ranges,
+    batch_time_to_ms,
+    check_continuation,
+    merge_ranges,
+    utc_from_ms,
+)
+from dstream_kafka.stores.checkpoint_fs import CheckpointFileSystem, ChecksumMismatch, open_file_system
+
+__all__ = ["CheckpointOffsetStore", "FORMAT_VERSION"]
+
+logger = logging.getLogger(__name__)
+
+#: The version line every file starts with.
+FORMAT_VERSION = 1
+_FIRST = "start"
+
+
+def _encode(doc: Mapping[str, Any]) -> bytes:
+    return f"v{FORMAT_VERSION}\n{json.dumps(doc, separators=(',', ':'), ensure_ascii=False)}\n".encode()
+
+
+def _ranges_doc(ranges: Sequence[OffsetRange]) -> list[dict[str, Any]]:
+    return [{"topic": r.topic, "partition": r.partition, "fromOffset": r.fromOffset,
+             "untilOffset": r.untilOffset} for r in ranges]
+
+
+def _int_name(name: str) -> int | None:
+    return int(name) if name.isdigit() else None
+
+
+class _Commit:
+    """The parsed newest commit: batch time, group and full offsets."""
+
+    __slots__ = ("batch_time_ms", "group_id", "ranges", "offsets", "committed_at_ms")
+
+    def __init__(self, doc: Mapping[str, Any], ranges: tuple[OffsetRange, ...],
+                 offsets: dict[TopicPartition, int]) -> None:
+        self.batch_time_ms = int(doc["batch_time_ms"])
+        self.group_id = str(doc["group_id"])
+        self.ranges = ranges
+        self.offsets = offsets
+        self.committed_at_ms = int(doc["committed_at_ms"])
+
+
+class CheckpointOffsetStore(OffsetStore):
+    """Offsets in a checkpoint directory (local path or Hadoop URI), for one stream.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The checkpoint directory. A path without scheme is local; a URI (``hdfs://``,
+        ``file://``, ``s3a://`` ...) goes through the Hadoop FileSystem of the active
+        SparkContext (or ``spark_context``).
+    keep_batches : int
+        Number of committed batches whose files are kept (default 100).
+    spark_context : SparkContext, optional
+        Used for Hadoop URIs; defaults to the active one.
+    also_commit_to_kafka_group : dict or callable, optional
+        See :class:`~dstream_kafka.stores.base.OffsetStore`.
+
+    Notes
+    -----
+    A checkpoint directory holds the offsets of one group; another group id raises
+    :class:`~dstream_kafka.errors.OffsetStoreError` (use one checkpoint directory per stream).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, keep_batches: int = 100, spark_context: Any = None,
+                 also_commit_to_kafka_group: Any = None) -> None:
+        super().__init__(also_commit_to_kafka_group=also_commit_to_kafka_group)
+        if isinstance(keep_batches, bool) or not isinstance(keep_batches, int) or keep_batches < 1:
+            raise ConfigurationError(f"keep_batches must be an int >= 1, got {keep_batches!r}")
+        self.keep_batches = keep_batches
+        self._fs: CheckpointFileSystem = open_file_system(path, spark_context)
+        self.path = self._fs.root
+        self._ready = False
+        self._latest: _Commit | None = None     # cache of the newest commit, None = not read yet
+        self._latest_known = False
+        self._committed_times: list[int] = []   # sorted batch times of commit files seen
+        # Data losses recorded after the newest commit: (name prefix, records). Only this
+        # store writes them between commits (a second driver is fenced), so a cache is safe.
+        self._loss_cache: tuple[str, list[DataLossRecord]] | None = None
+
+    def __repr__(self) -> str:
+        return f"CheckpointOffsetStore({self.path!r})"
+
+    # -- files --------------------------------------------------------------------------------
+    def _dir(self, name: str) -> str:
+        return self._fs.join(name)
+
+    def _file(self, folder: str, name: str | int) -> str:
+        return self._fs.join(folder, str(name))
+
+    def _prepare(self) -> None:
+        if not self._ready:
+            for folder in ("offsets", "commits", "data_loss"):
+                self._fs.mkdirs(self._dir(folder))
+            self._ready = True
+
+    def _read_doc(self, path: str, required: Collection[str]) -> dict[str, Any] | None:
+        try:
+            data = self._fs.read(path)
+        except ChecksumMismatch:
+            raise _corrupt(path, "its content does not match its Hadoop checksum file (.crc): it was "
+                                 "changed or damaged after it was written") from None
+        if data is None:
+            return None
+        return _parse(path, data, required)
+
+    def _read_commit(self, t: int) -> _Commit | None:
+        path = self._file("commits", t)
+        doc = self._read_doc(path, ("group_id", "batch_time_ms", "ranges", "offsets", "committed_at_ms"))
+        if doc is None:
+            return None
+        try:
+            if int(doc["batch_time_ms"]) != t:
+                raise ValueError(f"it says batch_time_ms {doc['batch_time_ms']} but is named {t}")
+            ranges = tuple(OffsetRange(**item) for item in doc["ranges"])
+            offsets = partition_offsets_from_json(json.dumps(doc["offsets"]), path, allowed_sentinels=())
+            return _Commit(doc, ranges, offsets)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise _corrupt(path, f"invalid content ({exc})") from None
+
+    def _commit_times(self) -> list[int]:
+        return sorted(t for t in map(_int_name, self._fs.list(self._dir("commits"))) if t is not None)
+
+    def _newest(self, group_id: str) -> _Commit | None:
+        """Return the newest commit (cached after the first read), checking its group."""
+        if not self._latest_known:
+            self._prepare()
+            self._committed_times = self._commit_times()
+            self._latest = self._read_commit(self._committed_times[-1]) if self._committed_times else None
+            self._latest_known = True
+        latest = self._latest
+        if latest is not None and latest.group_id != group_id:
+            raise OffsetStoreError(
+                f"The checkpoint directory {self.path} holds the offsets of group {latest.group_id!r}, "
+                f"not {group_id!r}. A checkpoint directory belongs to one stream: use another "
+                "directory for this group, or the group id that wrote it.")
+        return latest
+
+    def _forget(self) -> None:
+        self._latest_known = False
+        self._latest = None
+        self._loss_cache = None
+
+    def _losses_since(self, after: int | None) -> list[DataLossRecord]:
+        prefix = f"{_FIRST if after is None else after}-"
+        if self._loss_cache is not None and self._loss_cache[0] == prefix:
+            return list(self._loss_cache[1])
+        names = sorted(n for n in self._fs.list(self._dir("data_loss")) if n.startswith(prefix))
+        losses = [self._read_loss(n) for n in names]
+        self._loss_cache = (prefix, losses)
+        return list(losses)
+
+    def _read_loss(self, name: str) -> DataLossRecord:
+        path = self._file("data_loss", name)
+        doc = self._read_doc(path, ("group_id", "topic", "partition", "lost_from", "lost_until",
+                                    "batch_time_ms", "recorded_at_ms"))
+        if doc is None:
+            raise _corrupt(path, "it disappeared while being read")
+        try:
+            return DataLossRecord(str(doc["topic"]), int(doc["partition"]), int(doc["lost_from"]),
+                                  int(doc["lost_until"]), doc["batch_time_ms"], utc_from_ms(doc["recorded_at_ms"]))
+        except (TypeError, ValueError) as exc:
+            raise _corrupt(path, f"invalid content ({exc})") from None
+
+    def _stored(self, group_id: str) -> dict[TopicPartition, int]:
+        """The committed offsets, advanced over data losses recorded since the newest commit."""
+        latest = self._newest(group_id)
+        stored = dict(latest.offsets) if latest is not None else {}
+        for loss in self._losses_since(latest.batch_time_ms if latest else None):
+            tp = TopicPartition(loss.topic, loss.partition)
+            if stored.get(tp) == loss.lost_from:
+                stored[tp] = loss.lost_until
+        return stored
+
+    # -- contract -----------------------------------------------------------------------------
+    def load(self, group_id: str, topics: Collection[str] | None = None) -> dict[TopicPartition, int]:
+        group_id = self._check_group(group_id)
+        with self._lock:
+            self._forget()  # a (re)start reads the files, not the cache
+            stored = self._stored(group_id)
+        wanted = None if topics is None else set(topics)
+        return {tp: o for tp, o in sorted(stored.items()) if wanted is None or tp.topic in wanted}
+
+    def plan(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange]) -> None:
+        group_id = self._check_group(group_id)
+        t = batch_time_to_ms(batch_time_ms)
+        planned = as_ranges(ranges)
+        merge_ranges(planned)  # validates
+        with self._lock:
+            self._prepare()
+            path = self._file("offsets", t)
+            doc = {"group_id": group_id, "batch_time_ms": t, "ranges": _ranges_doc(planned),
+                   "planned_at_ms": int(time.time() * 1000)}
+            if self._fs.write_new(path, _encode(doc)):
+                return
+            before = self._read_planned(t)
+            if before is None or before.ranges == planned or _only_adds_empty(before.ranges, planned):
+                return  # a re-run of the planned batch
+            raise OffsetFencedError(
+                f"The write-ahead log {path} of group {group_id!r} already holds other ranges for batch "
+                f"{t} ({list(before.ranges)}, now {list(planned)}). Another driver uses this checkpoint "
+                "directory, or a planned batch was not re-run over the same ranges.")
+
+    def _read_planned(self, t: int) -> PlannedBatch | None:
+        path = self._file("offsets", t)
+        doc = self._read_doc(path, ("group_id", "batch_time_ms", "ranges"))
+        if doc is None:
+            return None
+        try:
+            return PlannedBatch(t, tuple(OffsetRange(**item) for item in doc["ranges"]))
+        except (TypeError, ValueError) as exc:
+            raise _corrupt(path, f"invalid content ({exc})") from None
+
+    def pending(self, group_id: str) -> PlannedBatch | None:
+        group_id = self._check_group(group_id)
+        with self._lock:
+            latest = self._newest(group_id)
+            after = latest.batch_time_ms if latest is not None else -1
+            planned = sorted(t for t in map(_int_name, self._fs.list(self._dir("offsets")))
+                             if t is not None and t > after)
+            return self._read_planned(planned[0]) if planned else None
+
+    def commit(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange]) -> None:
+        group_id = self._check_group(group_id)
+        t = batch_time_to_ms(batch_time_ms)
+        merged = merge_ranges(ranges)
+        with self._lock:
+            try:
+                try:
+                    self._commit(group_id, t, merged)
+                except _ClaimTaken:
+                    # Our view was stale: re-read the newest commit and check again, so the
+                    # error names the partitions (or the batch goes through if it continues it).
+                    self._forget()
+                    self._commit(group_id, t, merged, retry=False)
+            except OffsetFencedError:
+                self._forget()  # someone else wrote: re-read the files next time
+                raise
+        self._mirror_commit(group_id, merged)
+
+    def _commit(self, group_id: str, t: int, merged: tuple[OffsetRange, ...], retry: bool = True) -> None:
+        latest = self._newest(group_id)
+        if latest is not None and t <= latest.batch_time_ms:
+            previous = latest if t == latest.batch_time_ms else self._read_commit(t)
+            if previous is not None and previous.ranges == merged:
+                return  # the same batch was committed already
+            raise OffsetFencedError(
+                f"Commit of batch {t} for group {group_id!r} refused: the checkpoint {self.path} already "
+                f"committed batch {latest.batch_time_ms}" + (f" with other ranges ({list(previous.ranges)})"
+                                                             if previous is not None else "")
+                + ". Another driver uses this checkpoint directory; nothing was stored.")
+        stored = self._stored(group_id)
+        check_continuation(group_id, stored, merged, f"checkpoint {self.path}")
+        prev = latest.batch_time_ms if latest is not None else None
+        claim = self._file("commits", f"{_FIRST if prev is None else prev}.next")
+        if not self._fs.write_new(claim, _encode({"group_id": group_id, "batch_time_ms": t})):
+            doc = self._read_doc(claim, ("group_id", "batch_time_ms"))
+            if doc is None or doc["batch_time_ms"] != t or doc["group_id"] != group_id:
+                if retry:
+                    raise _ClaimTaken
+                raise OffsetFencedError(
+                    f"Commit of batch {t} for group {group_id!r} refused: batch "
+                    f"{doc and doc['batch_time_ms']} already claimed the commit after "
+                    f"{prev if prev is not None else 'the start'} in {claim}. Another driver commits to "
+                    "this checkpoint directory; nothing was stored. If no other driver runs, remove "
+                    f"{claim} and restart.")
+            # Our own claim from an attempt that crashed before writing the commit file.
+        now = int(time.time() * 1000)
+        offsets = advance_offsets(stored, merged)
+        doc = {"group_id": group_id, "batch_time_ms": t, "ranges": _ranges_doc(merged),
+               "offsets": json.loads(partition_offsets_to_json(offsets)),
+               "previous_batch_time_ms": prev, "committed_at_ms": now}
+        path = self._file("commits", t)
+        if not self._fs.write_new(path, _encode(doc)):
+            existing = self._read_commit(t)
+            if existing is None or existing.ranges != merged:
+                raise OffsetFencedError(
+                    f"Commit of batch {t} for group {group_id!r} refused: {path} was written by another "
+                    "driver with other ranges; nothing was stored.")
+            doc = {**doc, "committed_at_ms": existing.committed_at_ms}
+        self._latest = _Commit(doc, merged, offsets)
+        self._loss_cache = (f"{t}-", [])  # nothing can be recorded after a commit not yet made
+        self._committed_times.append(t)
+        self._prune()
+
+    def _prune(self) -> None:
+        if len(self._committed_times) <= self.keep_batches + 10:
+            return  # prune in steps of 10 batches: listing folders is not free on HDFS
+        self._committed_times = self._commit_times()
+        drop = self._committed_times[:-self.keep_batches]
+        if not drop:
+            return
+        floor = drop[-1]
+        try:
+            for t in drop:
+                self._fs.delete(self._file("commits", t))
+                self._fs.delete(self._file("commits", f"{t}.next"))
+            for t in map(_int_name, self._fs.list(self._dir("offsets"))):
+                if t is not None and t <= floor:
+                    self._fs.delete(self._file("offsets", t))
+        except Exception as exc:  # retention is housekeeping: never fail the commit for it
+            logger.warning("Pruning old checkpoint files in %s failed: %s", self.path, exc)
+        self._committed_times = self._committed_times[-self.keep_batches:]
+
+    def history(self, group_id: str, limit: int = 20) -> list[CommitRecord]:
+        group_id = self._check_group(group_id)
+        with self._lock:
+            self._newest(group_id)
+            records = []
+            for t in reversed(self._commit_times()):
+                if len(records) >= limit:
+                    break
+                commit = self._read_commit(t)
+                if commit is not None:
+                    records.append(CommitRecord(t, commit.ranges, utc_from_ms(commit.committed_at_ms)))
+            return records
+
+    def record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
+                         batch_time_ms: int | None) -> None:
+        group_id = self._check_group(group_id)
+        tp = self._check_loss(tp, lost_from, lost_until)
+        with self._lock:
+            latest = self._newest(group_id)
+            now = int(time.time() * 1000)
+            # The name says which commit it follows, so _stored() finds the records that still
+            # move offsets without reading every record.
+            after = _FIRST if latest is None else latest.batch_time_ms
+            name = f"{after}-{now:013d}-{uuid.uuid4().hex[:8]}"
+            doc = {"group_id": group_id, "topic": tp.topic, "partition": tp.partition,
+                   "lost_from": lost_from, "lost_until": lost_until, "batch_time_ms": batch_time_ms,
+                   "recorded_at_ms": now}
+            self._fs.write_new(self._file("data_loss", name), _encode(doc))
+            self._loss_cache = None
+
+    def data_losses(self, group_id: str) -> list[DataLossRecord]:
+        group_id = self._check_group(group_id)
+        with self._lock:
+            self._prepare()
+            names = [n for n in self._fs.list(self._dir("data_loss")) if not n.startswith(".")]
+            records = [self._read_loss(n) for n in names]
+        return sorted(records, key=lambda r: r.recorded_at)
+
+
+class _ClaimTaken(Exception):
+    """Internal: another commit claimed the slot after the newest commit we knew."""
+
+
+def _only_adds_empty(before: Sequence[OffsetRange], now: Sequence[OffsetRange]) -> bool:
+    """True when ``now`` is ``before`` plus empty ranges of partitions ``before`` did not have."""
+    known = {r.topicPartition(): r for r in before}
+    extra = [r for r in now if r.topicPartition() not in known]
+    return (all(known[r.topicPartition()] == r for r in now if r.topicPartition() in known)
+            and len(now) - len(extra) == len(before) and all(r.count() == 0 for r in extra))
+
+
+def _corrupt(path: str, problem: str) -> CorruptCheckpointError:
+    return CorruptCheckpointError(
+        f"Checkpoint file {path} is corrupt: {problem}. Offsets are never reset on their own: restore "
+        "the file from a backup, or remove it (and every newer file in offsets/ and commits/) to "
+        "resume from the batch before it.")
+
+
+def _parse(path: str, data: bytes, required: Collection[str]) -> dict[str, Any]:
+    """Parse ``v1\\n{json}``; raise CorruptCheckpointError naming ``path`` on any problem."""
+    if not data:
+        raise _corrupt(path, "the file is empty (truncated)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _corrupt(path, "it is not UTF-8 text") from None
+    version, newline, body = text.partition("\n")
+    if not (version.startswith("v") and version[1:].isdigit()):
+        raise _corrupt(path, f"the first line should be the format version v{FORMAT_VERSION}, "
+                             f"got {version[:20]!r}" + ("" if newline else " (truncated)"))
+    if int(version[1:]) > FORMAT_VERSION:
+        raise CorruptCheckpointError(
+            f"Checkpoint file {path} was written by a newer dstream_kafka (format {version}; this "
+            f"version reads v{FORMAT_VERSION}). Upgrade dstream_kafka to resume from it.")
+    if int(version[1:]) < 1:
+        raise _corrupt(path, f"unknown format version {version!r}")
+    try:
+        doc = json.loads(body)
+    except ValueError as exc:
+        raise _corrupt(path, f"the JSON is invalid or truncated ({exc})") from None
+    if not isinstance(doc, dict):
+        raise _corrupt(path, "the JSON is not an object")
+    missing = [k for k in required if k not in doc]
+    if missing:
+        raise _corrupt(path, f"missing keys {missing}")
+    return doc

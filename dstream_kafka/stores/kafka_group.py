@@ -1,0 +1,371 @@
+"""Offsets in the Kafka consumer group (``group.id``), and the monitoring mirror to a group.
+
+:class:`KafkaGroupOffsetStore` commits ``untilOffset`` per partition to the user's group after
+the batch's output, as Spark's ``commitAsync`` does, which gives at-least-once delivery. Each
+committed offset carries a small JSON metadata string::
+
+    {"dstream_kafka":1,"batch_time_ms":1700000000000,"from":4200,"committed_at_ms":1700000001234}
+
+Limits, stated plainly:
+
+* Fencing is best effort. The committed offsets are read and checked just before the commit,
+  but Kafka has no compare-and-set, so two drivers racing within that window both succeed.
+* :meth:`~KafkaGroupOffsetStore.history` holds only the latest batch: Kafka keeps one offset
+  (and one metadata string) per partition.
+* Data-loss records go to a Kafka topic (``_dstream_kafka_data_loss`` by default, one
+  partition, ``retention.ms=-1``), keyed by group id. :meth:`~KafkaGroupOffsetStore.data_losses`
+  reads the whole topic.
+* A broker refuses commits from a client outside the group while the group has active members.
+  A stream whose driver consumer subscribes with the same ``group.id`` must therefore pass it
+  with :meth:`~dstream_kafka.stores.base.OffsetStore.bind_consumer`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+from dstream_kafka.errors import ConfigurationError, OffsetStoreError
+from dstream_kafka.offsets import OffsetRange, TopicPartition
+from dstream_kafka.stores.base import (
+    CommitRecord,
+    DataLossRecord,
+    OffsetStore,
+    check_continuation,
+    merge_ranges,
+    utc_from_ms,
+)
+
+__all__ = ["KafkaGroupMirror", "KafkaGroupOffsetStore", "kafka_client_config"]
+
+logger = logging.getLogger(__name__)
+
+DATA_LOSS_TOPIC = "_dstream_kafka_data_loss"
+
+
+def kafka_client_config(kafkaParams: Mapping[str, Any], client: str = "consumer") -> dict[str, Any]:
+    """Translate Java-style Kafka params (``bootstrap.servers``) to kafka-python keyword arguments.
+
+    The translation is the stream's own (:func:`dstream_kafka.kafka_params.consumer_config`:
+    JAAS configs, typed values, unknown names refused). (De)serializers are dropped (the stores
+    handle bytes), and so are the settings the kafka-python ``client`` (``consumer``,
+    ``producer`` or ``admin``) does not take; ``bootstrap.servers`` is required.
+    """
+    import kafka
+
+    from dstream_kafka.kafka_params import consumer_config
+
+    if not isinstance(kafkaParams, Mapping):
+        raise ConfigurationError(
+            "Kafka params must be a dict such as {'bootstrap.servers': 'host:9092', 'group.id': 'g'}, "
+            f"got {type(kafkaParams).__name__}")
+    known = {"consumer": kafka.KafkaConsumer, "producer": kafka.KafkaProducer,
+             "admin": kafka.KafkaAdminClient}[client].DEFAULT_CONFIG
+    config = {name: value for name, value in consumer_config(kafkaParams).items()
+              if name in known and not name.endswith(("_deserializer", "_serializer"))}
+    if not config.get("bootstrap_servers"):
+        raise ConfigurationError("Kafka params need 'bootstrap.servers', e.g. {'bootstrap.servers': '127.0.0.1:9092'}")
+    return config
+
+
+def _ktp(tp: TopicPartition) -> Any:
+    from kafka import TopicPartition as KTP
+
+    return KTP(tp.topic, tp.partition)
+
+
+def _meta(text: str | None) -> dict[str, Any]:
+    try:
+        doc = json.loads(text or "")
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) and doc.get("dstream_kafka") == 1 else {}
+
+
+class _GroupCommitter:
+    """Commits to Kafka groups through a bound consumer or one owned consumer per group."""
+
+    def __init__(self, kafkaParams: Mapping[str, Any]) -> None:
+        self._config = kafka_client_config(kafkaParams)
+        self._owned: dict[str, Any] = {}
+        self._bound: Any = None
+        self._bound_lock: Any = None
+
+    def bind(self, consumer: Any, lock: Any) -> None:
+        self._bound, self._bound_lock = consumer, lock
+
+    def commit(self, group_id: str, offsets: Mapping[TopicPartition, Any], timeout_ms: int) -> None:
+        bound = self._bound
+        if bound is not None and getattr(bound, "config", {}).get("group_id") == group_id:
+            with self._bound_lock or contextlib.nullcontext():
+                bound.commit({_ktp(tp): oam for tp, oam in offsets.items()}, timeout_ms=timeout_ms)
+            return
+        consumer = self._owned.get(group_id)
+        if consumer is None:
+            from kafka import KafkaConsumer
+
+            config = {**self._config, "group_id": group_id, "enable_auto_commit": False,
+                      "client_id": f"dstream-kafka-offsets-{group_id}"}
+            consumer = self._owned[group_id] = KafkaConsumer(**config)
+        consumer.commit({_ktp(tp): oam for tp, oam in offsets.items()}, timeout_ms=timeout_ms)
+
+    def close(self) -> None:
+        for consumer in self._owned.values():
+            with contextlib.suppress(Exception):
+                consumer.close(autocommit=False)
+        self._owned.clear()
+
+
+class KafkaGroupMirror:
+    """Best-effort copy of committed offsets to a Kafka consumer group, for lag monitoring.
+
+    Parameters
+    ----------
+    target : dict or callable
+        Kafka params (``bootstrap.servers``, optional ``group.id`` overriding the store's group
+        id) or a callable ``fn(group_id, offsets)``.
+    """
+
+    def __init__(self, target: Mapping[str, Any] | Callable[[str, dict[TopicPartition, int]], Any]) -> None:
+        self._last_warning = float("-inf")
+        if callable(target):
+            self._fn: Callable[..., Any] | None = target
+            self._committer: _GroupCommitter | None = None
+            self._group: str | None = None
+        else:
+            self._fn = None
+            self._committer = _GroupCommitter(target)
+            self._group = target.get("group.id") or target.get("group_id")
+
+    def bind_consumer(self, consumer: Any, lock: Any = None) -> None:
+        if self._committer is not None:
+            self._committer.bind(consumer, lock)
+
+    def commit(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Mirror ``offsets``; never raises (a failure is logged as a warning)."""
+        from kafka.structs import OffsetAndMetadata
+
+        group = self._group or group_id
+        try:
+            if self._fn is not None:
+                self._fn(group, dict(offsets))
+            else:
+                assert self._committer is not None
+                self._committer.commit(
+                    group, {tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()}, 10_000)
+        except Exception as exc:  # monitoring only: never fail the batch
+            # Only the exception type and Kafka's error text: never the params (they may hold
+            # SASL/SSL passwords). At most one warning a minute, as this runs every batch.
+            now = time.monotonic()
+            quiet = now - self._last_warning < 60.0
+            if not quiet:
+                self._last_warning = now
+            logger.log(logging.DEBUG if quiet else logging.WARNING,
+                       "Mirroring committed offsets to Kafka group %r failed (monitoring only, the batch "
+                       "is committed): %s: %s", group, type(exc).__name__, exc)
+
+    def close(self) -> None:
+        if self._committer is not None:
+            self._committer.close()
+
+
+class KafkaGroupOffsetStore(OffsetStore):
+    """Offsets committed to the Kafka consumer group, after the output (at-least-once).
+
+    Parameters
+    ----------
+    kafkaParams : dict
+        Kafka params with ``bootstrap.servers``; security settings are passed through.
+    data_loss_topic : str
+        Topic holding data-loss records (created on first use).
+    timeout_ms : int
+        Timeout of each request to Kafka.
+    """
+
+    def __init__(self, kafkaParams: Mapping[str, Any], *, data_loss_topic: str = DATA_LOSS_TOPIC,
+                 timeout_ms: int = 30_000) -> None:
+        super().__init__()
+        self._params = dict(kafkaParams)
+        self._committer = _GroupCommitter(self._params)
+        self._admin: Any = None
+        self._data_loss_topic = data_loss_topic
+        self._timeout_ms = timeout_ms
+
+    def __repr__(self) -> str:
+        return f"KafkaGroupOffsetStore(bootstrap.servers={self._params.get('bootstrap.servers')!r})"
+
+    def _admin_client(self) -> Any:
+        if self._admin is None:
+            from kafka import KafkaAdminClient
+
+            self._admin = KafkaAdminClient(**kafka_client_config(self._params, "admin"),
+                                           request_timeout_ms=self._timeout_ms)
+        return self._admin
+
+    def _fetch(self, group_id: str, partitions: Collection[TopicPartition] | None = None) -> dict[TopicPartition, Any]:
+        spec = None if partitions is None else [_ktp(tp) for tp in partitions]
+        deadline = time.monotonic() + self._timeout_ms / 1000
+        while True:
+            try:
+                result = self._admin_client().list_group_offsets({group_id: spec})
+                break
+            except Exception as exc:
+                # A fresh cluster has no __consumer_offsets yet (CoordinatorNotAvailable):
+                # retriable errors are retried until the timeout.
+                if getattr(exc, "retriable", False) and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    continue
+                raise OffsetStoreError(
+                    f"Reading the committed offsets of Kafka group {group_id!r} failed: "
+                    f"{type(exc).__name__}: {exc}") from None
+        return {TopicPartition(tp.topic, tp.partition): oam
+                for tp, oam in result.get(group_id, {}).items() if oam.offset is not None and oam.offset >= 0}
+
+    def bind_consumer(self, consumer: Any, lock: Any = None) -> None:
+        super().bind_consumer(consumer, lock)
+        self._committer.bind(consumer, lock)
+
+    def load(self, group_id: str, topics: Collection[str] | None = None) -> dict[TopicPartition, int]:
+        group_id = self._check_group(group_id)
+        with self._lock:
+            wanted = None if topics is None else set(topics)
+            return {tp: int(oam.offset) for tp, oam in sorted(self._fetch(group_id).items())
+                    if wanted is None or tp.topic in wanted}
+
+    def commit(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange]) -> None:
+        from kafka.structs import OffsetAndMetadata
+
+        group_id = self._check_group(group_id)
+        merged = merge_ranges(ranges)
+        if not merged:
+            return  # nothing to store: Kafka offsets are per partition
+        with self._lock:
+            current = self._fetch(group_id, [r.topicPartition() for r in merged])
+            if all(r.topicPartition() in current and current[r.topicPartition()].offset == r.untilOffset
+                   and _meta(current[r.topicPartition()].metadata).get("batch_time_ms") == batch_time_ms
+                   for r in merged):
+                return  # the same batch was committed already
+            check_continuation(group_id, {tp: int(o.offset) for tp, o in current.items()}, merged,
+                               f"Kafka group {group_id!r}")
+            now = int(time.time() * 1000)
+            offsets = {
+                r.topicPartition(): OffsetAndMetadata(r.untilOffset, json.dumps(
+                    {"dstream_kafka": 1, "batch_time_ms": batch_time_ms, "from": r.fromOffset,
+                     "committed_at_ms": now}, separators=(",", ":")), -1)
+                for r in merged
+            }
+            try:
+                self._committer.commit(group_id, offsets, self._timeout_ms)
+            except Exception as exc:
+                raise OffsetStoreError(
+                    f"Committing offsets of batch {batch_time_ms} to Kafka group {group_id!r} failed: "
+                    f"{type(exc).__name__}: {exc}. If the stream's driver consumer subscribes with this "
+                    "group.id, bind it with store.bind_consumer(consumer)") from None
+
+    def history(self, group_id: str, limit: int = 20) -> list[CommitRecord]:
+        """Return the latest committed batch only (Kafka keeps one offset per partition)."""
+        group_id = self._check_group(group_id)
+        with self._lock:
+            metas = {tp: (oam, _meta(oam.metadata)) for tp, oam in self._fetch(group_id).items()}
+        metas = {tp: v for tp, v in metas.items() if "batch_time_ms" in v[1] and not v[1].get("data_loss")}
+        if not metas or limit <= 0:
+            return []
+        latest = max(m["batch_time_ms"] for _, m in metas.values())
+        chosen = {tp: v for tp, v in metas.items() if v[1]["batch_time_ms"] == latest}
+        ranges = tuple(OffsetRange(tp.topic, tp.partition, int(m.get("from", oam.offset)), int(oam.offset))
+                       for tp, (oam, m) in sorted(chosen.items()))
+        committed_at = max(int(m.get("committed_at_ms", 0)) for _, m in chosen.values())
+        return [CommitRecord(int(latest), ranges, utc_from_ms(committed_at))]
+
+    # -- data loss ----------------------------------------------------------------------------
+    def _ensure_data_loss_topic(self) -> None:
+        from kafka.admin import NewTopic
+        from kafka.errors import TopicAlreadyExistsError
+
+        try:
+            self._admin_client().create_topics(
+                [NewTopic(self._data_loss_topic, 1, -1, topic_configs={"retention.ms": "-1"})],
+                timeout_ms=self._timeout_ms)
+        except TopicAlreadyExistsError:
+            pass
+
+    def record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
+                         batch_time_ms: int | None) -> None:
+        from kafka import KafkaProducer
+        from kafka.structs import OffsetAndMetadata
+
+        group_id = self._check_group(group_id)
+        tp = self._check_loss(tp, lost_from, lost_until)
+        record = {"group_id": group_id, "topic": tp.topic, "partition": tp.partition,
+                  "lost_from": lost_from, "lost_until": lost_until, "batch_time_ms": batch_time_ms,
+                  "recorded_at_ms": int(time.time() * 1000)}
+        with self._lock:
+            try:
+                self._ensure_data_loss_topic()
+                producer = KafkaProducer(**kafka_client_config(self._params, "producer"), acks="all",
+                                         client_id="dstream-kafka-data-loss")
+                try:
+                    producer.send(self._data_loss_topic, key=group_id.encode(),
+                                  value=json.dumps(record).encode()).get(timeout=self._timeout_ms / 1000)
+                finally:
+                    producer.close(timeout=5)
+            except Exception as exc:
+                raise OffsetStoreError(
+                    f"Recording data loss of {tp.topic}-{tp.partition} [{lost_from}, {lost_until}) for "
+                    f"group {group_id!r} in topic {self._data_loss_topic!r} failed: "
+                    f"{type(exc).__name__}: {exc}") from None
+            current = self._fetch(group_id, [tp]).get(tp)
+            if current is not None and current.offset == lost_from:
+                meta = json.dumps({"dstream_kafka": 1, "data_loss": True, "from": lost_from,
+                                   "batch_time_ms": batch_time_ms,
+                                   "committed_at_ms": record["recorded_at_ms"]}, separators=(",", ":"))
+                self._committer.commit(group_id, {tp: OffsetAndMetadata(lost_until, meta, -1)},
+                                       self._timeout_ms)
+
+    def data_losses(self, group_id: str) -> list[DataLossRecord]:
+        from kafka import KafkaConsumer
+        from kafka import TopicPartition as KTP
+
+        group_id = self._check_group(group_id)
+        config = {**kafka_client_config(self._params), "group_id": None, "enable_auto_commit": False}
+        records: list[DataLossRecord] = []
+        with self._lock:
+            consumer = KafkaConsumer(**config)
+            try:
+                parts = consumer.partitions_for_topic(self._data_loss_topic)
+                if not parts:
+                    return []
+                ktps = [KTP(self._data_loss_topic, p) for p in sorted(parts)]
+                consumer.assign(ktps)
+                consumer.seek_to_beginning(*ktps)
+                end = consumer.end_offsets(ktps)
+                deadline = time.monotonic() + self._timeout_ms / 1000
+                while any(consumer.position(k) < end[k] for k in ktps):
+                    if time.monotonic() > deadline:
+                        raise OffsetStoreError(
+                            f"Reading data-loss records from topic {self._data_loss_topic!r} timed out")
+                    for batch in consumer.poll(timeout_ms=500).values():
+                        for msg in batch:
+                            if msg.key != group_id.encode():
+                                continue
+                            doc = json.loads(msg.value)
+                            records.append(DataLossRecord(
+                                doc["topic"], int(doc["partition"]), int(doc["lost_from"]),
+                                int(doc["lost_until"]), doc.get("batch_time_ms"),
+                                utc_from_ms(doc["recorded_at_ms"])))
+            finally:
+                consumer.close(autocommit=False)
+        return records
+
+    def close(self) -> None:
+        with self._lock:
+            self._committer.close()
+            if self._admin is not None:
+                with contextlib.suppress(Exception):
+                    self._admin.close()
+                self._admin = None
+            super().close()

@@ -1,0 +1,456 @@
+"""Transactional offset stores on SQL databases: SQLite (embedded default) and PostgreSQL.
+
+A batch's results and its offsets are written in one database transaction
+(:meth:`SqlOffsetStore.transaction`), the "your own data store" pattern of Spark's kafka010
+guide: begin; write results; update offsets where the stored offsets equal this batch's from
+offsets; check the update; commit. Tables are created on first use; every identifier is quoted.
+
+Schema (``P`` is the table prefix, ``dstream_kafka_`` by default; ``TS`` is ``TIMESTAMPTZ`` on
+PostgreSQL and ISO-8601 UTC ``TEXT`` on SQLite; ``ID`` is ``BIGSERIAL`` / ``INTEGER
+AUTOINCREMENT``)::
+
+    "Poffsets"   ("group_id" TEXT, "topic" TEXT, "partition" INTEGER,
+                  "until_offset" BIGINT   -- next offset to read
+                  "batch_time_ms" BIGINT  -- batch that wrote it
+                  "updated_at" TS,
+                  PRIMARY KEY ("group_id", "topic", "partition"))
+    "Pcommits"   ("id" ID PRIMARY KEY, "group_id" TEXT, "batch_time_ms" BIGINT,
+                  "ranges" TEXT   -- JSON list of {"topic","partition","fromOffset","untilOffset"}
+                  "offsets" TEXT  -- JSON {"topic":{"partition":offset}}: every offset of the
+                                  --   group after this commit
+                  "committed_at" TS, UNIQUE ("group_id", "batch_time_ms"))
+    "Pdata_loss" ("id" ID PRIMARY KEY, "group_id" TEXT, "topic" TEXT, "partition" INTEGER,
+                  "lost_from" BIGINT, "lost_until" BIGINT, "batch_time_ms" BIGINT NULL,
+                  "after_commit_id" BIGINT NULL  -- newest "Pcommits".id when recorded
+                  "recorded_at" TS)
+
+``Poffsets`` is the source of truth for where the group resumes. Before every commit (and on
+:meth:`~SqlOffsetStore.load`) it is compared with the newest ``Pcommits`` row (plus data losses
+recorded since); a row changed, added or deleted by hand raises
+:class:`~dstream_kafka.errors.OffsetStoreError` naming the partition, and nothing is committed
+or reset. To move offsets on purpose, edit ``Poffsets`` and delete the group's ``Pcommits``
+rows: without history the table is taken as it is (this is also how offsets can be seeded).
+``Pcommits`` keeps the newest ``keep_history`` rows per group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import Any
+
+from dstream_kafka.errors import ConfigurationError, OffsetFencedError, OffsetStoreError
+from dstream_kafka.offsets import (
+    OffsetRange,
+    TopicPartition,
+    offset_ranges_from_json,
+    offset_ranges_to_json,
+    partition_offsets_from_json,
+    partition_offsets_to_json,
+)
+from dstream_kafka.stores.base import (
+    CommitRecord,
+    DataLossRecord,
+    Transaction,
+    TransactionalOffsetStore,
+    advance_offsets,
+    as_ranges,
+    batch_time_to_ms,
+    check_continuation,
+    merge_ranges,
+)
+from dstream_kafka.stores.sql_dialects import (
+    Dialect,
+    PostgresDialect,
+    SqliteDialect,
+    quote_identifier,
+    validate_prefix,
+)
+
+__all__ = ["PostgresOffsetStore", "SqlOffsetStore", "SqliteOffsetStore"]
+
+logger = logging.getLogger(__name__)
+
+
+class SqlOffsetStore(TransactionalOffsetStore):
+    """Offsets in three SQL tables, committed atomically and fenced (see the module docstring).
+
+    Parameters
+    ----------
+    dialect : Dialect
+        The database (:class:`SqliteDialect` or :class:`PostgresDialect`).
+    table_prefix : str
+        Prefix of the three table names (letters, digits, ``_``).
+    schema : str, optional
+        PostgreSQL schema of the tables (it must exist).
+    keep_history : int
+        Rows of commit history kept per group.
+    also_commit_to_kafka_group : dict or callable, optional
+        See :class:`~dstream_kafka.stores.base.OffsetStore`.
+
+    Notes
+    -----
+    One connection per store, opened on first use and reopened after a connection error.
+    Every method is thread-safe; :meth:`transaction` holds the store for the whole block.
+    """
+
+    def __init__(self, dialect: Dialect, *, table_prefix: str = "dstream_kafka_", schema: str | None = None,
+                 keep_history: int = 1000, also_commit_to_kafka_group: Any = None) -> None:
+        super().__init__(also_commit_to_kafka_group=also_commit_to_kafka_group)
+        self._dialect = dialect
+        self.table_prefix = validate_prefix(table_prefix)
+        if schema is not None:
+            validate_prefix(schema, "schema")
+        if isinstance(keep_history, bool) or not isinstance(keep_history, int) or keep_history < 1:
+            raise ConfigurationError(f"keep_history must be an int >= 1, got {keep_history!r}")
+        self.keep_history = keep_history
+        qualify = (quote_identifier(schema) + ".") if schema else ""
+        self.tables = {name: qualify + quote_identifier(table_prefix + name)
+                       for name in ("offsets", "commits", "data_loss")}
+        self._conn: Any = None
+        self._tables_ready = False
+        self._returning_id = ' RETURNING "id"' if dialect.name == "postgres" else ""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._dialect.describe()}, table_prefix={self.table_prefix!r})"
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def _q(self, statement: str) -> str:
+        return self._dialect.sql(statement.format(
+            O=self.tables["offsets"], C=self.tables["commits"], L=self.tables["data_loss"],
+            now=self._dialect.now, for_update=self._dialect.for_update))
+
+    def _connection(self) -> Any:
+        if self._conn is None or getattr(self._conn, "closed", 0):
+            self._conn = self._dialect.connect()
+        if not self._tables_ready:
+            self._create_tables(self._conn)
+        return self._conn
+
+    def _create_tables(self, conn: Any) -> None:
+        d, p = self._dialect, self.table_prefix
+        statements = [
+            f'CREATE TABLE IF NOT EXISTS {{O}} ("group_id" {d.text} NOT NULL, "topic" {d.text} NOT NULL, '
+            f'"partition" INTEGER NOT NULL, "until_offset" {d.bigint} NOT NULL, '
+            f'"batch_time_ms" {d.bigint} NOT NULL, "updated_at" {d.timestamp} NOT NULL, '
+            'PRIMARY KEY ("group_id", "topic", "partition"))',
+            f'CREATE TABLE IF NOT EXISTS {{C}} ("id" {d.id_column}, "group_id" {d.text} NOT NULL, '
+            f'"batch_time_ms" {d.bigint} NOT NULL, "ranges" {d.text} NOT NULL, "offsets" {d.text} NOT NULL, '
+            f'"committed_at" {d.timestamp} NOT NULL, UNIQUE ("group_id", "batch_time_ms"))',
+            f'CREATE INDEX IF NOT EXISTS {quote_identifier(p + "commits_group")} ON {{C}} ("group_id", "id")',
+            f'CREATE TABLE IF NOT EXISTS {{L}} ("id" {d.id_column}, "group_id" {d.text} NOT NULL, '
+            f'"topic" {d.text} NOT NULL, "partition" INTEGER NOT NULL, "lost_from" {d.bigint} NOT NULL, '
+            f'"lost_until" {d.bigint} NOT NULL, "batch_time_ms" {d.bigint}, "after_commit_id" {d.bigint}, '
+            f'"recorded_at" {d.timestamp} NOT NULL)',
+            f'CREATE INDEX IF NOT EXISTS {quote_identifier(p + "data_loss_group")} ON {{L}} ("group_id", "id")',
+        ]
+        for attempt in range(2):
+            try:
+                d.begin(conn, write=True)
+                cur = conn.cursor()
+                for statement in statements:
+                    cur.execute(self._q(statement))
+                conn.commit()
+                self._tables_ready = True
+                return
+            except d.errors as exc:
+                _rollback(conn)
+                if attempt == 0 and isinstance(exc, d.integrity_errors):
+                    continue  # two stores created the tables at once (PostgreSQL): try again
+                raise d.wrap("creating the offset tables", exc) from None
+
+    @contextlib.contextmanager
+    def _wrapped(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except self._dialect.errors as exc:
+            if isinstance(exc, self._dialect.connection_errors):
+                self._drop_connection()
+            raise self._dialect.wrap(what, exc) from None
+
+    def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    @contextlib.contextmanager
+    def _txn(self, what: str, write: bool) -> Iterator[Any]:
+        """Run a block in one transaction: commit on success, roll back on any exception."""
+        with self._lock:
+            with self._wrapped(what):
+                conn = self._connection()
+                self._dialect.begin(conn, write)
+                cur = conn.cursor()
+            try:
+                yield cur
+                with self._wrapped(what):
+                    conn.commit()
+            except BaseException:
+                _rollback(conn)
+                raise
+
+    # -- state and checks ---------------------------------------------------------------------
+    def _state(self, cur: Any, group_id: str, lock: bool) -> tuple[dict[TopicPartition, int], int | None]:
+        """Return the stored offsets (validated against the history) and the newest commit id."""
+        cur.execute(self._q('SELECT "topic", "partition", "until_offset" FROM {O} WHERE "group_id" = ? '
+                            'ORDER BY "topic", "partition"' + ("{for_update}" if lock else "")), (group_id,))
+        stored: dict[TopicPartition, int] = {}
+        for topic, partition, until in cur.fetchall():
+            if not (isinstance(partition, int) and partition >= 0 and isinstance(until, int) and until >= 0
+                    and isinstance(topic, str) and topic):
+                raise OffsetStoreError(
+                    f"The offsets table {self.tables['offsets']} holds an invalid row for group {group_id!r}: "
+                    f"topic={topic!r}, partition={partition!r}, until_offset={until!r} (not an offset; the "
+                    "row was edited by hand). Nothing was committed and no offset was reset; fix the row.")
+            stored[TopicPartition(topic, partition)] = until
+        cur.execute(self._q('SELECT "id", "batch_time_ms", "offsets" FROM {C} WHERE "group_id" = ? '
+                            'ORDER BY "id" DESC LIMIT 1'), (group_id,))
+        row = cur.fetchone()
+        if row is None:
+            return stored, None  # no history: the table is taken as it is (seeded offsets)
+        commit_id, batch_time, offsets_json = row
+        try:
+            expected = partition_offsets_from_json(offsets_json, f"{self.tables['commits']}.offsets",
+                                                   allowed_sentinels=())
+        except ConfigurationError as exc:
+            raise OffsetStoreError(f"The newest commit row (id {commit_id}) of group {group_id!r} is "
+                                   f"unreadable: {exc}. Nothing was committed or reset.") from None
+        cur.execute(self._q('SELECT "topic", "partition", "lost_from", "lost_until" FROM {L} '
+                            'WHERE "group_id" = ? AND "after_commit_id" = ? ORDER BY "id"'), (group_id, commit_id))
+        for topic, partition, lost_from, lost_until in cur.fetchall():
+            tp = TopicPartition(topic, partition)
+            if expected.get(tp) == lost_from:
+                expected[tp] = lost_until
+        problems = []
+        for tp in sorted(set(stored) | set(expected)):
+            have, want = stored.get(tp), expected.get(tp)
+            if have == want:
+                continue
+            if have is None:
+                problems.append(f"topic {tp.topic} partition {tp.partition}: the row is missing (deleted?), "
+                                f"the last commit stored {want}")
+            elif want is None:
+                problems.append(f"topic {tp.topic} partition {tp.partition}: the table holds {have}, which "
+                                "no commit wrote (inserted by hand?)")
+            else:
+                problems.append(f"topic {tp.topic} partition {tp.partition}: the table holds {have}, "
+                                f"the last commit stored {want}")
+        if problems:
+            raise OffsetStoreError(
+                f"The offsets table {self.tables['offsets']} does not match the last commit of group "
+                f"{group_id!r} (batch {batch_time}, {self.tables['commits']} id {commit_id}): "
+                + "; ".join(problems) + ". It was edited by hand or rows were deleted. Nothing was "
+                "committed and no offset was reset. Restore the rows (the committed offsets are in "
+                f"{self.tables['commits']}.offsets), or, if the change is deliberate, delete the group's "
+                f"rows from {self.tables['commits']} so the table is taken as it is.")
+        return stored, commit_id
+
+    def _committed_ranges(self, cur: Any, group_id: str, t: int) -> tuple[OffsetRange, ...] | None:
+        cur.execute(self._q('SELECT "ranges" FROM {C} WHERE "group_id" = ? AND "batch_time_ms" = ?'), (group_id, t))
+        row = cur.fetchone()
+        return None if row is None else tuple(offset_ranges_from_json(row[0], self.tables["commits"]))
+
+    def _refuse_batch(self, group_id: str, t: int, ranges: Sequence[OffsetRange]) -> OffsetFencedError:
+        return OffsetFencedError(
+            f"Commit of batch {t} for group {group_id!r} refused: {self.tables['commits']} already holds "
+            f"batch {t} with other ranges ({list(ranges)}). Another driver committed it; nothing was stored.")
+
+    def _check_batch(self, cur: Any, group_id: str, t: int,
+                     merged: tuple[OffsetRange, ...]) -> tuple[bool, dict[TopicPartition, int]]:
+        """Lock and check; return (already committed, stored offsets)."""
+        stored, _ = self._state(cur, group_id, lock=True)
+        done = self._committed_ranges(cur, group_id, t)
+        if done is not None:
+            if done == merged:
+                return True, stored
+            raise self._refuse_batch(group_id, t, done)
+        check_continuation(group_id, stored, merged, f"{self.tables['offsets']}")
+        return False, stored
+
+    def _apply(self, cur: Any, group_id: str, t: int, merged: tuple[OffsetRange, ...],
+               stored: Mapping[TopicPartition, int]) -> None:
+        for r in merged:
+            if r.topicPartition() in stored:
+                cur.execute(self._q('UPDATE {O} SET "until_offset" = ?, "batch_time_ms" = ?, "updated_at" = {now} '
+                                    'WHERE "group_id" = ? AND "topic" = ? AND "partition" = ? AND "until_offset" = ?'),
+                            (r.untilOffset, t, group_id, r.topic, r.partition, r.fromOffset))
+                if cur.rowcount != 1:
+                    raise OffsetFencedError(
+                        f"Commit refused for group {group_id!r}: the offsets row of topic {r.topic} partition "
+                        f"{r.partition} no longer holds the expected offset {r.fromOffset} (changed concurrently). "
+                        "Nothing was stored.")
+            else:
+                try:
+                    cur.execute(self._q('INSERT INTO {O} ("group_id", "topic", "partition", "until_offset", '
+                                        '"batch_time_ms", "updated_at") VALUES (?, ?, ?, ?, ?, {now})'),
+                                (group_id, r.topic, r.partition, r.untilOffset, t))
+                except self._dialect.integrity_errors:
+                    raise OffsetFencedError(
+                        f"Commit refused for group {group_id!r}: topic {r.topic} partition {r.partition} has no "
+                        "stored offset in this batch's view but another driver inserted one meanwhile; "
+                        "nothing was stored.") from None
+        try:
+            cur.execute(self._q('INSERT INTO {C} ("group_id", "batch_time_ms", "ranges", "offsets", "committed_at") '
+                                'VALUES (?, ?, ?, ?, {now})' + self._returning_id),
+                        (group_id, t, offset_ranges_to_json(merged),
+                         partition_offsets_to_json(advance_offsets(stored, merged))))
+        except self._dialect.integrity_errors:
+            raise OffsetFencedError(f"Commit of batch {t} for group {group_id!r} refused: another driver "
+                                    "committed this batch meanwhile; nothing was stored.") from None
+        new_id = cur.fetchone()[0] if self._returning_id else cur.lastrowid
+        if new_id is None or new_id % 100 == 0:  # prune the history every 100 commits
+            cur.execute(self._q('DELETE FROM {C} WHERE "group_id" = ? AND "id" <= (SELECT "id" FROM {C} '
+                                'WHERE "group_id" = ? ORDER BY "id" DESC LIMIT 1 OFFSET ?)'),
+                        (group_id, group_id, self.keep_history))
+
+    # -- contract -----------------------------------------------------------------------------
+    def load(self, group_id: str, topics: Collection[str] | None = None) -> dict[TopicPartition, int]:
+        group_id = self._check_group(group_id)
+        with self._txn("loading offsets", write=False) as cur, self._wrapped("loading offsets"):
+            stored, _ = self._state(cur, group_id, lock=False)
+        wanted = None if topics is None else set(topics)
+        return {tp: o for tp, o in sorted(stored.items()) if wanted is None or tp.topic in wanted}
+
+    def commit(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange]) -> None:
+        group_id = self._check_group(group_id)
+        t = batch_time_to_ms(batch_time_ms)
+        merged = merge_ranges(ranges)
+        with self._txn("committing offsets", write=True) as cur, self._wrapped("committing offsets"):
+            already, stored = self._check_batch(cur, group_id, t, merged)
+            if not already:
+                self._apply(cur, group_id, t, merged, stored)
+        if not already:
+            self._mirror_commit(group_id, merged)
+
+    @contextlib.contextmanager
+    def transaction(self, group_id: str, batch_time_ms: Any, ranges: Any) -> Iterator[Transaction]:
+        """Write results and the batch's offsets in one database transaction.
+
+        The group's offset rows are locked and the batch checked on entry, so a fenced batch
+        fails before the block runs. On normal exit the offsets are updated (same fencing rules)
+        and the transaction commits; any exception rolls back the results and the offsets and
+        propagates. ``batch_time_ms`` may be the ``datetime`` PySpark's ``foreachRDD`` gives;
+        ``ranges`` may be a KafkaRDD. If the batch was already committed (a re-run) the block
+        runs with ``tx.already_committed`` set and everything is rolled back on exit.
+
+        Examples
+        --------
+        >>> def save(time, rdd):                                         # doctest: +SKIP
+        ...     rows = rdd.map(lambda r: (r[5], 1)).collect()
+        ...     with store.transaction("my-group", time, rdd) as tx:
+        ...         tx.executemany('INSERT INTO "results" VALUES (?, ?)', rows)
+        """
+        group_id = self._check_group(group_id)
+        t = batch_time_to_ms(batch_time_ms)
+        planned = as_ranges(ranges)
+        merged = merge_ranges(planned)
+        with self._lock:
+            with self._wrapped("opening a transaction"):
+                conn = self._connection()
+                self._dialect.begin(conn, write=True)
+                cur = conn.cursor()
+            try:
+                with self._wrapped("checking offsets"):
+                    already, stored = self._check_batch(cur, group_id, t, merged)
+                yield Transaction(cur, group_id, t, planned, already, self._dialect.paramstyle)
+                if already:
+                    _rollback(conn)  # a re-run of a committed batch: drop its writes
+                    return
+                with self._wrapped("committing offsets"):
+                    self._apply(cur, group_id, t, merged, stored)
+                    conn.commit()
+            except BaseException:
+                _rollback(conn)
+                raise
+        self._mirror_commit(group_id, merged)
+
+    def committed_in(self, group_id: str, batch_time_ms: int) -> bool:
+        group_id = self._check_group(group_id)
+        t = batch_time_to_ms(batch_time_ms)
+        with self._txn("reading commits", write=False) as cur, self._wrapped("reading commits"):
+            cur.execute(self._q('SELECT 1 FROM {C} WHERE "group_id" = ? AND "batch_time_ms" = ?'), (group_id, t))
+            return cur.fetchone() is not None
+
+    def history(self, group_id: str, limit: int = 20) -> list[CommitRecord]:
+        group_id = self._check_group(group_id)
+        with self._txn("reading commits", write=False) as cur, self._wrapped("reading commits"):
+            cur.execute(self._q('SELECT "batch_time_ms", "ranges", "committed_at" FROM {C} WHERE "group_id" = ? '
+                                'ORDER BY "id" DESC LIMIT ?'), (group_id, max(0, int(limit))))
+            rows = cur.fetchall()
+        return [CommitRecord(int(t), tuple(offset_ranges_from_json(r, self.tables["commits"])),
+                             self._dialect.to_datetime(at)) for t, r, at in rows]
+
+    def record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
+                         batch_time_ms: int | None) -> None:
+        group_id = self._check_group(group_id)
+        tp = self._check_loss(tp, lost_from, lost_until)
+        with self._txn("recording data loss", write=True) as cur, self._wrapped("recording data loss"):
+            stored, commit_id = self._state(cur, group_id, lock=True)
+            cur.execute(self._q('INSERT INTO {L} ("group_id", "topic", "partition", "lost_from", "lost_until", '
+                                '"batch_time_ms", "after_commit_id", "recorded_at") VALUES (?, ?, ?, ?, ?, ?, ?, {now})'),
+                        (group_id, tp.topic, tp.partition, lost_from, lost_until, batch_time_ms, commit_id))
+            if stored.get(tp) == lost_from:
+                cur.execute(self._q('UPDATE {O} SET "until_offset" = ?, "updated_at" = {now} WHERE "group_id" = ? '
+                                    'AND "topic" = ? AND "partition" = ? AND "until_offset" = ?'),
+                            (lost_until, group_id, tp.topic, tp.partition, lost_from))
+
+    def data_losses(self, group_id: str) -> list[DataLossRecord]:
+        group_id = self._check_group(group_id)
+        with self._txn("reading data losses", write=False) as cur, self._wrapped("reading data losses"):
+            cur.execute(self._q('SELECT "topic", "partition", "lost_from", "lost_until", "batch_time_ms", '
+                                '"recorded_at" FROM {L} WHERE "group_id" = ? ORDER BY "id"'), (group_id,))
+            rows = cur.fetchall()
+        return [DataLossRecord(topic, int(p), int(a), int(b), None if t is None else int(t),
+                               self._dialect.to_datetime(at)) for topic, p, a, b, t, at in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop_connection()
+            super().close()
+
+
+def _rollback(conn: Any) -> None:
+    with contextlib.suppress(Exception):
+        conn.rollback()
+
+
+class SqliteOffsetStore(SqlOffsetStore):
+    """The embedded default: offsets (and, through :meth:`transaction`, results) in a SQLite file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The database file (created with its folder on first use).
+    timeout : float
+        Seconds to wait for another writer's lock.
+    **kwargs
+        ``table_prefix``, ``keep_history``, ``also_commit_to_kafka_group``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = "dstream_kafka_offsets.db", *, timeout: float = 30.0,
+                 **kwargs: Any) -> None:
+        super().__init__(SqliteDialect(path, timeout), **kwargs)
+        self.path = os.fspath(path)
+
+
+class PostgresOffsetStore(SqlOffsetStore):
+    """Offsets (and results) in PostgreSQL through psycopg2.
+
+    Parameters
+    ----------
+    dsn : str, optional
+        libpq connection string or ``postgresql://`` URI.
+    table_prefix, schema, keep_history, also_commit_to_kafka_group
+        See :class:`SqlOffsetStore`.
+    **connect_kwargs
+        ``psycopg2.connect`` keyword arguments (``host``, ``port``, ``dbname``, ``user``,
+        ``password``, ...). The password never appears in ``repr``, logs or error messages.
+    """
+
+    def __init__(self, dsn: str | None = None, *, table_prefix: str = "dstream_kafka_", schema: str | None = None,
+                 keep_history: int = 1000, also_commit_to_kafka_group: Any = None, **connect_kwargs: Any) -> None:
+        super().__init__(PostgresDialect(dsn, connect_kwargs), table_prefix=table_prefix, schema=schema,
+                         keep_history=keep_history, also_commit_to_kafka_group=also_commit_to_kafka_group)

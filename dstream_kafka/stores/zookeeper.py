@@ -1,0 +1,320 @@
+"""Offsets in ZooKeeper (kazoo), in the layout old Kafka tools read.
+
+Znodes (``<g>`` is the group id)::
+
+    /consumers/<g>/offsets/<topic>/<partition>           next offset to read, ASCII decimal
+    /consumers/<g>/dstream_kafka/commits/<batch_time_ms> {"ranges": [...], "committed_at_ms": ...}
+    /consumers/<g>/dstream_kafka/data_loss/record-<seq>  {"topic", "partition", "lost_from", ...}
+
+A commit reads every partition node (data and version), checks that each range starts at the
+stored offset, then writes all offsets and the history node in **one ZooKeeper transaction**:
+``set_data`` with the version read (or ``create`` for a new partition) plus ``create`` of the
+history node. Any concurrent change makes the whole transaction fail, which is reported as
+:class:`~dstream_kafka.errors.OffsetFencedError`; nothing is written. The newest
+``keep_history`` history nodes are kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from dstream_kafka.errors import ConfigurationError, MissingDependencyError, OffsetFencedError, OffsetStoreError
+from dstream_kafka.offsets import OffsetRange, TopicPartition, offset_ranges_from_json, offset_ranges_to_json
+from dstream_kafka.stores.base import (
+    CommitRecord,
+    DataLossRecord,
+    OffsetStore,
+    batch_time_to_ms,
+    check_continuation,
+    merge_ranges,
+    utc_from_ms,
+)
+
+__all__ = ["ZooKeeperOffsetStore"]
+
+logger = logging.getLogger(__name__)
+
+
+def _kazoo() -> Any:
+    try:
+        import kazoo.client
+        import kazoo.exceptions
+    except ImportError:
+        raise MissingDependencyError(
+            "The ZooKeeper offset store needs kazoo: install dstream_kafka[zookeeper] "
+            "(pip install 'dstream_kafka[zookeeper]')") from None
+    return kazoo
+
+
+def _check_name(value: str, what: str) -> str:
+    # A znode name must not contain '/', and '.'/'..' are reserved.
+    if not isinstance(value, str) or not value or "/" in value or value in (".", ".."):
+        raise ConfigurationError(f"{what} {value!r} cannot be a ZooKeeper node name")
+    return value
+
+
+class ZooKeeperOffsetStore(OffsetStore):
+    """Offsets at ``/consumers/<group>/offsets/<topic>/<partition>`` in ZooKeeper.
+
+    Parameters
+    ----------
+    hosts : str or KazooClient
+        ``host:port[,host:port...][/chroot]``, or a started ``KazooClient`` (not closed by
+        :meth:`close`).
+    timeout : float
+        Connection timeout in seconds.
+    keep_history : int
+        History nodes kept per group.
+    also_commit_to_kafka_group : dict or callable, optional
+        See :class:`~dstream_kafka.stores.base.OffsetStore`.
+    **client_kwargs
+        Further ``KazooClient`` arguments (``auth_data``, ``use_ssl``, ...); never logged.
+    """
+
+    def __init__(self, hosts: Any = "127.0.0.1:2181", *, timeout: float = 15.0, keep_history: int = 1000,
+                 also_commit_to_kafka_group: Any = None, **client_kwargs: Any) -> None:
+        super().__init__(also_commit_to_kafka_group=also_commit_to_kafka_group)
+        kazoo = _kazoo()
+        if isinstance(keep_history, bool) or not isinstance(keep_history, int) or keep_history < 1:
+            raise ConfigurationError(f"keep_history must be an int >= 1, got {keep_history!r}")
+        self.keep_history = keep_history
+        self._exc = kazoo.exceptions
+        if isinstance(hosts, str):
+            self.hosts = hosts
+            self._zk = kazoo.client.KazooClient(hosts=hosts, timeout=timeout, **client_kwargs)
+            self._owned = True
+            self._started = False
+            self._timeout = timeout
+        else:
+            self.hosts = getattr(hosts, "hosts", repr(hosts))
+            self._zk, self._owned, self._started = hosts, False, True
+        self._history_count: dict[str, int] = {}
+        self._ensured: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"ZooKeeperOffsetStore({self.hosts!r})"
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def _client(self) -> Any:
+        if not self._started:
+            try:
+                self._zk.start(timeout=self._timeout)
+            except Exception as exc:
+                raise OffsetStoreError(f"Connecting to ZooKeeper {self.hosts} failed: "
+                                       f"{type(exc).__name__}: {exc}") from None
+            self._started = True
+        return self._zk
+
+    @contextlib.contextmanager
+    def _wrapped(self, what: str) -> Any:
+        try:
+            yield
+        except self._exc.KazooException as exc:
+            raise OffsetStoreError(f"ZooKeeper {self.hosts}: {what} failed: {type(exc).__name__}: {exc}") from None
+
+    @staticmethod
+    def _group_path(group_id: str) -> str:
+        return f"/consumers/{_check_name(group_id, 'group id')}"
+
+    def _offset_path(self, group_id: str, tp: TopicPartition) -> str:
+        return f"{self._group_path(group_id)}/offsets/{_check_name(tp.topic, 'topic')}/{tp.partition}"
+
+    def _get_many(self, paths: Sequence[str]) -> list[tuple[bytes, Any] | None]:
+        """Read nodes in parallel (one round trip); None for a node that does not exist."""
+        zk = self._client()
+        pending = [zk.get_async(path) for path in paths]
+        results: list[tuple[bytes, Any] | None] = []
+        for request in pending:
+            try:
+                results.append(request.get())
+            except self._exc.NoNodeError:
+                results.append(None)
+        return results
+
+    def _ensure(self, path: str) -> None:
+        if path not in self._ensured:  # a path once created stays (nobody deletes offsets)
+            self._client().ensure_path(path)
+            self._ensured.add(path)
+
+    def _read_offset(self, path: str, found: tuple[bytes, Any] | None = None,
+                     fetch: bool = True) -> tuple[int | None, int]:
+        """Return (offset, version) of a partition node; (None, -1) when it does not exist."""
+        if fetch:
+            found = self._get_many([path])[0]
+        if found is None:
+            return None, -1
+        data, stat = found
+        text = (data or b"").decode("ascii", "replace").strip()
+        if not text.isdigit():
+            raise OffsetStoreError(
+                f"ZooKeeper node {path} holds {data[:40]!r}, not an offset (ASCII decimal). It was written "
+                "by hand or another tool; nothing was committed and no offset was reset. Fix the node.")
+        return int(text), stat.version
+
+    # -- contract -----------------------------------------------------------------------------
+    def load(self, group_id: str, topics: Collection[str] | None = None) -> dict[TopicPartition, int]:
+        group_id = self._check_group(group_id)
+        base = f"{self._group_path(group_id)}/offsets"
+        result: dict[TopicPartition, int] = {}
+        with self._lock, self._wrapped("loading offsets"):
+            zk = self._client()
+            try:
+                names = zk.get_children(base) if topics is None else list(topics)
+            except self._exc.NoNodeError:
+                return {}
+            for topic in sorted(names):
+                try:
+                    partitions = zk.get_children(f"{base}/{_check_name(topic, 'topic')}")
+                except self._exc.NoNodeError:
+                    continue
+                for name in partitions:
+                    if name.isdigit():
+                        offset, _ = self._read_offset(f"{base}/{topic}/{name}")
+                        if offset is not None:
+                            result[TopicPartition(topic, int(name))] = offset
+        return dict(sorted(result.items()))
+
+    def commit(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange]) -> None:
+        group_id = self._check_group(group_id)
+        t = batch_time_to_ms(batch_time_ms)
+        merged = merge_ranges(ranges)
+        history = f"{self._group_path(group_id)}/dstream_kafka/commits"
+        with self._lock, self._wrapped("committing offsets"):
+            zk = self._client()
+            paths = [self._offset_path(group_id, r.topicPartition()) for r in merged]
+            found = self._get_many([f"{history}/{t}", *paths])
+            done = self._parse_commit(f"{history}/{t}", found[0])
+            if done is not None:
+                if done[0] == merged:
+                    return  # the same batch was committed already
+                raise OffsetFencedError(
+                    f"Commit of batch {t} for group {group_id!r} refused: ZooKeeper already holds batch {t} "
+                    f"with other ranges ({list(done[0])}). Another driver committed it; nothing was stored.")
+            current = {r.topicPartition(): self._read_offset(path, item, fetch=False)
+                       for r, path, item in zip(merged, paths, found[1:])}
+            stored = {tp: off for tp, (off, _) in current.items() if off is not None}
+            check_continuation(group_id, stored, merged, f"ZooKeeper {self.hosts}")
+            self._ensure(history)
+            for topic in sorted({r.topic for r in merged if current[r.topicPartition()][0] is None}):
+                self._ensure(f"{self._group_path(group_id)}/offsets/{topic}")
+            tx = zk.transaction()
+            for r in merged:
+                path = self._offset_path(group_id, r.topicPartition())
+                offset, version = current[r.topicPartition()]
+                data = str(r.untilOffset).encode("ascii")
+                if offset is None:
+                    tx.create(path, data)
+                else:
+                    tx.set_data(path, data, version=version)
+            tx.create(f"{history}/{t}", json.dumps(
+                {"ranges": json.loads(offset_ranges_to_json(merged)),
+                 "committed_at_ms": int(time.time() * 1000)}, separators=(",", ":")).encode())
+            results = tx.commit()
+            failed = [(i, res) for i, res in enumerate(results)
+                      if isinstance(res, Exception) and not isinstance(res, self._exc.RolledBackError)]
+            if failed:
+                self._ensured.clear()  # the nodes may have been removed by hand: ensure again
+                i, res = failed[0]
+                what = (f"topic {merged[i].topic} partition {merged[i].partition} changed concurrently "
+                        f"(expected offset {merged[i].fromOffset})" if i < len(merged)
+                        else f"batch {t} was committed concurrently")
+                raise OffsetFencedError(
+                    f"Commit of batch {t} for group {group_id!r} refused by ZooKeeper ({type(res).__name__}): "
+                    f"{what}. Another driver commits for this group; nothing was stored.")
+            self._prune(group_id, history)
+        self._mirror_commit(group_id, merged)
+
+    def _prune(self, group_id: str, history: str) -> None:
+        count = self._history_count.get(group_id, self.keep_history + 10) + 1
+        self._history_count[group_id] = count
+        if count <= self.keep_history + 10:
+            return  # list the children only every 10 commits past the limit
+        zk = self._client()
+        times = sorted(int(n) for n in zk.get_children(history) if n.isdigit())
+        for stale in times[:-self.keep_history]:
+            with contextlib.suppress(self._exc.NoNodeError):
+                zk.delete(f"{history}/{stale}")
+        self._history_count[group_id] = min(len(times), self.keep_history)
+
+    def _read_commit(self, path: str) -> tuple[tuple[OffsetRange, ...], int] | None:
+        return self._parse_commit(path, self._get_many([path])[0])
+
+    def _parse_commit(self, path: str, found: tuple[bytes, Any] | None) -> tuple[tuple[OffsetRange, ...], int] | None:
+        if found is None:
+            return None
+        data = found[0]
+        try:
+            doc = json.loads(data)
+            return tuple(offset_ranges_from_json(json.dumps(doc["ranges"]), path)), int(doc["committed_at_ms"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise OffsetStoreError(f"ZooKeeper node {path} is not a dstream_kafka commit record ({exc}); "
+                                   "restore or remove it") from None
+
+    def history(self, group_id: str, limit: int = 20) -> list[CommitRecord]:
+        group_id = self._check_group(group_id)
+        history = f"{self._group_path(group_id)}/dstream_kafka/commits"
+        records = []
+        with self._lock, self._wrapped("reading the commit history"):
+            try:
+                times = sorted((int(n) for n in self._client().get_children(history) if n.isdigit()), reverse=True)
+            except self._exc.NoNodeError:
+                return []
+            for t in times[:max(0, limit)]:
+                found = self._read_commit(f"{history}/{t}")
+                if found is not None:
+                    records.append(CommitRecord(t, found[0], utc_from_ms(found[1])))
+        return records
+
+    def record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
+                         batch_time_ms: int | None) -> None:
+        group_id = self._check_group(group_id)
+        tp = self._check_loss(tp, lost_from, lost_until)
+        folder = f"{self._group_path(group_id)}/dstream_kafka/data_loss"
+        record = {"topic": tp.topic, "partition": tp.partition, "lost_from": lost_from, "lost_until": lost_until,
+                  "batch_time_ms": batch_time_ms, "recorded_at_ms": int(time.time() * 1000)}
+        with self._lock, self._wrapped("recording data loss"):
+            zk = self._client()
+            self._ensure(folder)
+            path = self._offset_path(group_id, tp)
+            offset, version = self._read_offset(path)
+            tx = zk.transaction()
+            tx.create(f"{folder}/record-", json.dumps(record).encode(), sequence=True)
+            if offset == lost_from:
+                tx.set_data(path, str(lost_until).encode("ascii"), version=version)
+            results = tx.commit()
+            if any(isinstance(r, Exception) for r in results):
+                raise OffsetFencedError(
+                    f"Recording data loss of {tp.topic}-{tp.partition} for group {group_id!r} failed: the "
+                    "offset node changed concurrently; nothing was stored.")
+
+    def data_losses(self, group_id: str) -> list[DataLossRecord]:
+        group_id = self._check_group(group_id)
+        folder = f"{self._group_path(group_id)}/dstream_kafka/data_loss"
+        records = []
+        with self._lock, self._wrapped("reading data losses"):
+            zk = self._client()
+            try:
+                names = sorted(zk.get_children(folder))
+            except self._exc.NoNodeError:
+                return []
+            for name in names:
+                data, _ = zk.get(f"{folder}/{name}")
+                doc = json.loads(data)
+                records.append(DataLossRecord(doc["topic"], int(doc["partition"]), int(doc["lost_from"]),
+                                              int(doc["lost_until"]), doc.get("batch_time_ms"),
+                                              utc_from_ms(doc["recorded_at_ms"])))
+        return records
+
+    def close(self) -> None:
+        with self._lock:
+            if self._owned and self._started:
+                with contextlib.suppress(Exception):
+                    self._zk.stop()
+                    self._zk.close()
+                self._started = False
+            super().close()
