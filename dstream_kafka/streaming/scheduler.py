@@ -1,0 +1,496 @@
+"""The driver-side batch loop: batch-time arithmetic, the job queue, graceful stop, SIGTERM.
+
+Threads
+-------
+* **scheduler thread** (``dstream-scheduler``): fires batch times on schedule and
+  generates each batch (input streams' ``compute``, transform functions), then queues it.
+  It also finishes each batch: checkpoint, input streams' ``on_batch_completed`` /
+  ``on_batch_failed`` hooks, clearing old RDDs. Generation and completion therefore never
+  run concurrently, and a batch's completion work ends before the next batch starts.
+* **job thread** (``dstream-jobs``): runs the output operations of one batch at a time,
+  in registration order (Spark's ``spark.streaming.concurrentJobs = 1``).
+* **listener bus** (see :mod:`.listener`): delivers events.
+
+Batch times are multiples of the batch interval since the epoch, as Spark's
+``RecurringTimer``: the first batch is ``(floor(now / interval) + 1) * interval``. A batch
+that runs long never makes the loop skip a batch time: later batches are generated on
+schedule and wait in the queue, and their scheduling delay shows the wait.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import math
+import os
+import queue
+import re
+import signal
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Sequence
+
+from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.streaming.listener import (
+    BatchInfo,
+    ListenerBus,
+    OutputOperationInfo,
+    StreamingListenerBatchCompleted,
+    StreamingListenerBatchStarted,
+    StreamingListenerBatchSubmitted,
+    StreamingListenerOutputOperationCompleted,
+    StreamingListenerOutputOperationStarted,
+    StreamInputInfo,
+)
+
+__all__ = [
+    "JobScheduler",
+    "OutputJob",
+    "datetime_to_ms",
+    "due_batch_times",
+    "first_batch_time",
+    "graceful_stop_timeout_ms",
+    "install_sigterm_handler",
+    "is_valid_time",
+    "ms_to_datetime",
+    "now_ms",
+    "parse_duration_ms",
+    "seconds_to_ms",
+    "slice_times",
+]
+
+log = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------------------------------
+# Time arithmetic (pure; unit-tested in tests/unit/test_scheduler_timing.py)
+# ---------------------------------------------------------------------------------------
+
+def now_ms() -> int:
+    """Return the wall clock in integer milliseconds since the epoch."""
+    return int(time.time() * 1000)
+
+
+def seconds_to_ms(seconds: float, what: str = "duration") -> int:
+    """Convert a positive duration in seconds (floats allowed) to whole milliseconds.
+
+    Rounds to the nearest millisecond, so ``0.1`` and ``1.001`` give 100 and 1001 (PySpark
+    truncates, which turns ``1.001`` into 1000).
+
+    Raises
+    ------
+    ConfigurationError
+        When the value is not a finite number or rounds to less than 1 ms.
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise ConfigurationError(f"{what} must be a number of seconds, got {seconds!r}")
+    if not math.isfinite(seconds):
+        raise ConfigurationError(f"{what} must be finite, got {seconds!r}")
+    ms = int(round(seconds * 1000))
+    if ms < 1:
+        raise ConfigurationError(f"{what} must be at least 1 ms, got {seconds!r} s")
+    return ms
+
+
+def ms_to_datetime(ms: int) -> datetime:
+    """Return the local naive datetime PySpark passes to ``foreachRDD(func(time, rdd))``."""
+    return datetime.fromtimestamp(ms / 1000.0)
+
+
+def datetime_to_ms(value: datetime | float) -> int:
+    """Return epoch ms of a naive local datetime, or of a number of epoch seconds."""
+    if isinstance(value, datetime):
+        return int(round(value.timestamp() * 1000))
+    return int(round(float(value) * 1000))
+
+
+def first_batch_time(now: int, interval_ms: int) -> int:
+    """Return the first batch time after ``now``: the next multiple of ``interval_ms``.
+
+    This is Spark's ``RecurringTimer.getStartTime``: ``(floor(now / interval) + 1) * interval``,
+    so a ``now`` that is itself a multiple still moves to the next one.
+    """
+    return (now // interval_ms + 1) * interval_ms
+
+
+def is_valid_time(time_ms: int, zero_ms: int, slide_ms: int) -> bool:
+    """Return whether a stream with ``slide_ms`` produces an RDD at ``time_ms``.
+
+    Valid times are after the graph's zero time and a whole number of slides from it.
+    """
+    return time_ms > zero_ms and (time_ms - zero_ms) % slide_ms == 0
+
+
+def slice_times(from_ms: int, to_ms: int, zero_ms: int, slide_ms: int) -> list[int]:
+    """Return the valid times of a stream in the closed interval ``[from_ms, to_ms]``."""
+    if to_ms < from_ms:
+        return []
+    # First multiple of the slide (relative to zero) at or after from_ms.
+    offset = (from_ms - zero_ms) % slide_ms
+    start = from_ms if offset == 0 else from_ms + (slide_ms - offset)
+    start = max(start, zero_ms + slide_ms)
+    return list(range(start, to_ms + 1, slide_ms))
+
+
+def due_batch_times(next_time: int, now: int, interval_ms: int) -> list[int]:
+    """Return every batch time from ``next_time`` that is due at ``now``, oldest first.
+
+    The loop generates all of them back to back, so a late loop never skips a batch time.
+    """
+    if now < next_time:
+        return []
+    return list(range(next_time, now + 1, interval_ms))
+
+
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
+_UNIT_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+
+
+def parse_duration_ms(text: str | int | float) -> int:
+    """Parse a Spark-style duration (``"5000"``, ``"5000ms"``, ``"10s"``, ``"2min"``) to ms.
+
+    A bare number is milliseconds, as Spark's ``getTimeAsMs``.
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return int(text)
+    match = _DURATION_RE.match(str(text))
+    if not match:
+        raise ConfigurationError(f"cannot parse duration {text!r}; use e.g. '5000ms' or '10s'")
+    return int(float(match.group(1)) * _UNIT_MS[match.group(2)])
+
+
+def graceful_stop_timeout_ms(conf_value: str | None, batch_ms: int) -> int:
+    """Return how long a graceful stop waits for queued batches.
+
+    ``spark.streaming.gracefulStopTimeout`` when set, else 10 batch intervals (Spark's
+    default).
+    """
+    if conf_value is None:
+        return 10 * batch_ms
+    return parse_duration_ms(conf_value)
+
+
+# ---------------------------------------------------------------------------------------
+# Batches and the loop
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OutputJob:
+    """One output operation of one batch, ready to run on the job thread."""
+
+    output_id: int
+    name: str
+    description: str
+    run: Callable[[], None]
+
+
+@dataclass
+class _Batch:
+    time: int
+    jobs: Sequence[OutputJob]
+    input_infos: dict[int, StreamInputInfo]
+    submission_time: int
+    start_time: int | None = None
+    end_time: int | None = None
+    op_infos: dict[int, OutputOperationInfo] = field(default_factory=dict)
+    error: BaseException | None = None
+    aborted: bool = False
+
+    def info(self) -> BatchInfo:
+        return BatchInfo(batch_time=self.time, stream_id_to_input_info=self.input_infos,
+                         submission_time=self.submission_time,
+                         processing_start_time=self.start_time,
+                         processing_end_time=self.end_time,
+                         output_operation_infos=self.op_infos)
+
+
+#: ``generate(time) -> (jobs, input infos)``; runs on the scheduler thread.
+GenerateFn = Callable[[int], "tuple[Sequence[OutputJob], dict[int, StreamInputInfo]]"]
+
+
+class JobScheduler:
+    """Generates batches on schedule and runs their output operations one batch at a time.
+
+    Parameters
+    ----------
+    batch_ms : int
+        The batch interval.
+    generate : callable
+        ``generate(time) -> (jobs, input_infos)`` builds one batch; an exception stops the
+        scheduler and is reported through ``on_fatal``.
+    complete : callable
+        ``complete(time, batch_info)`` runs after every output operation of a batch
+        succeeded (checkpoint, commit hooks, cleanup); an exception fails the batch.
+    fail : callable
+        ``fail(time, error)`` runs when generating or processing a batch failed.
+    on_fatal : callable
+        ``on_fatal(error)`` is told once that the scheduler stops because of ``error``.
+    bus : ListenerBus
+        Receives the batch and output-operation events.
+    graceful_timeout_ms : int
+        How long a graceful stop waits for queued batches before it drops the rest.
+    set_job_description : callable, optional
+        Called on the job thread before each output operation with a description for the
+        Spark UI.
+    clock : callable, optional
+        Returns epoch milliseconds; replaceable in tests.
+    """
+
+    def __init__(self, batch_ms: int, generate: GenerateFn,
+                 complete: Callable[[int, BatchInfo], None],
+                 fail: Callable[[int, BaseException], None],
+                 on_fatal: Callable[[BaseException], None], bus: ListenerBus,
+                 graceful_timeout_ms: int,
+                 set_job_description: Callable[[str], None] | None = None,
+                 clock: Callable[[], int] = now_ms) -> None:
+        self._batch_ms = batch_ms
+        self._generate_fn = generate
+        self._complete_fn = complete
+        self._fail_fn = fail
+        self._on_fatal = on_fatal
+        self._bus = bus
+        self._graceful_timeout_ms = graceful_timeout_ms
+        self._set_job_description = set_job_description
+        self._clock = clock
+        self._events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
+        self._interrupt = threading.Event()
+        self._scheduler_thread: threading.Thread | None = None
+        self._job_thread: threading.Thread | None = None
+        self.next_batch_time: int | None = None
+        self.last_completed_time: int | None = None
+
+    @property
+    def threads(self) -> tuple[threading.Thread, ...]:
+        """The engine threads (a stop requested from one of them must not join it)."""
+        return tuple(t for t in (self._scheduler_thread, self._job_thread) if t is not None)
+
+    def start(self, first_time: int) -> None:
+        """Start both threads; the first batch is generated at ``first_time``."""
+        self.next_batch_time = first_time
+        self._job_thread = threading.Thread(target=self._run_jobs, name="dstream-jobs",
+                                            daemon=True)
+        self._scheduler_thread = threading.Thread(target=self._run_scheduler,
+                                                  name="dstream-scheduler", daemon=True)
+        self._job_thread.start()
+        self._scheduler_thread.start()
+
+    def stop(self, graceful: bool) -> None:
+        """Stop generating batches and wait for the threads to end.
+
+        Graceful: every batch generated so far is processed and completed (up to the
+        graceful timeout). Otherwise queued batches are dropped and the running batch
+        starts no further output operation; an unfinished batch gets no completion hook.
+        """
+        self._events.put(("stop", graceful))
+        if not graceful:
+            self._interrupt.set()
+        thread = self._scheduler_thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    # -- scheduler thread --------------------------------------------------------------
+
+    def _run_scheduler(self) -> None:
+        pending: collections.deque[_Batch] = collections.deque()
+        running: _Batch | None = None
+        ticking = True
+        deadline: int | None = None
+        assert self.next_batch_time is not None
+        while True:
+            if ticking:
+                for batch_time in due_batch_times(self.next_batch_time, self._clock(),
+                                                  self._batch_ms):
+                    self.next_batch_time = batch_time + self._batch_ms
+                    batch = self._generate(batch_time)
+                    if batch is None:  # generation failed: stop like a failed batch
+                        ticking = False
+                        pending.clear()
+                        self._interrupt.set()
+                        break
+                    pending.append(batch)
+            if running is None and pending:
+                running = pending.popleft()
+                self._jobs.put(running)
+            if not ticking and running is None:
+                break
+            if deadline is not None and self._clock() >= deadline:
+                log.warning("Graceful stop timed out; dropping %d queued batches", len(pending))
+                pending.clear()
+                self._interrupt.set()
+                deadline = None
+            timeout = self._wait_seconds(ticking, deadline)
+            try:
+                kind, payload = self._events.get(timeout=timeout)
+            except queue.Empty:
+                continue
+            if kind == "stop":
+                ticking = False
+                if payload:
+                    deadline = self._clock() + self._graceful_timeout_ms
+                else:
+                    pending.clear()
+            elif kind == "done":
+                running = None
+                if not self._finish(payload):
+                    ticking = False
+                    pending.clear()
+                    self._interrupt.set()
+        self._jobs.put(None)
+        if self._job_thread is not None:
+            self._job_thread.join()
+
+    def _wait_seconds(self, ticking: bool, deadline: int | None) -> float | None:
+        targets = []
+        if ticking and self.next_batch_time is not None:
+            targets.append(self.next_batch_time)
+        if deadline is not None:
+            targets.append(deadline)
+        if not targets:
+            return None
+        return max(0.0, (min(targets) - self._clock()) / 1000.0)
+
+    def _generate(self, batch_time: int) -> _Batch | None:
+        try:
+            jobs, input_infos = self._generate_fn(batch_time)
+        except BaseException as error:
+            log.error("Error generating jobs for time %d ms", batch_time, exc_info=error)
+            self._safe_fail(batch_time, error)
+            self._on_fatal(error)
+            return None
+        batch = _Batch(batch_time, list(jobs), dict(input_infos), self._clock())
+        self._bus.post("onBatchSubmitted", StreamingListenerBatchSubmitted(batch.info()))
+        return batch
+
+    def _finish(self, batch: _Batch) -> bool:
+        """Complete or fail a processed batch; return False when the scheduler must stop."""
+        if batch.aborted:
+            return True  # stopped non-gracefully mid-batch: nothing is committed
+        if batch.error is None:
+            info = batch.info()
+            try:
+                self._complete_fn(batch.time, info)
+            except BaseException as error:
+                log.error("Completing batch %d ms failed", batch.time, exc_info=error)
+                batch.error = error
+        if batch.error is not None:
+            self._safe_fail(batch.time, batch.error)
+            self._bus.post("onBatchCompleted", StreamingListenerBatchCompleted(batch.info()))
+            self._on_fatal(batch.error)
+            return False
+        self.last_completed_time = batch.time
+        self._bus.post("onBatchCompleted", StreamingListenerBatchCompleted(batch.info()))
+        return True
+
+    def _safe_fail(self, batch_time: int, error: BaseException) -> None:
+        try:
+            self._fail_fn(batch_time, error)
+        except Exception:
+            log.exception("on_batch_failed hooks raised for batch %d ms", batch_time)
+
+    # -- job thread --------------------------------------------------------------------
+
+    def _run_jobs(self) -> None:
+        while True:
+            batch = self._jobs.get()
+            if batch is None:
+                return
+            try:
+                self._process(batch)
+            except BaseException as error:  # never leave the scheduler waiting for "done"
+                log.exception("Processing batch %d ms failed", batch.time)
+                batch.error = batch.error or error
+                batch.end_time = batch.end_time or self._clock()
+            self._events.put(("done", batch))
+
+    def _process(self, batch: _Batch) -> None:
+        batch.start_time = self._clock()
+        self._bus.post("onBatchStarted", StreamingListenerBatchStarted(batch.info()))
+        for job in batch.jobs:
+            if self._interrupt.is_set():
+                batch.aborted = True
+                return
+            op = OutputOperationInfo(batch.time, job.output_id, job.name, job.description,
+                                     start_time=self._clock())
+            batch.op_infos[job.output_id] = op
+            self._bus.post("onOutputOperationStarted",
+                           StreamingListenerOutputOperationStarted(op))
+            failure = None
+            try:
+                if self._set_job_description is not None:
+                    self._set_job_description(
+                        f"Streaming job from [output operation {job.output_id}, "
+                        f"batch time {batch.time} ms]")
+                job.run()
+            except BaseException as error:  # reported, then the context stops
+                batch.error = error
+                failure = "".join(traceback.format_exception(error))
+            op = OutputOperationInfo(batch.time, job.output_id, job.name, job.description,
+                                     start_time=op.start_time, end_time=self._clock(),
+                                     failure_reason=failure)
+            batch.op_infos[job.output_id] = op
+            self._bus.post("onOutputOperationCompleted",
+                           StreamingListenerOutputOperationCompleted(op))
+            if batch.error is not None:
+                break
+        batch.end_time = self._clock()
+
+
+# ---------------------------------------------------------------------------------------
+# SIGTERM
+# ---------------------------------------------------------------------------------------
+
+class _SigtermHook:
+    """Our SIGTERM handler: the first signal starts ``on_sigterm`` in a thread.
+
+    The previous handler is put back as soon as the first signal arrives, so a second
+    SIGTERM gets the old behaviour (by default: terminate now).
+    """
+
+    def __init__(self, on_sigterm: Callable[[], None]) -> None:
+        self._on_sigterm: Callable[[], None] | None = on_sigterm
+        self._previous: Any = signal.getsignal(signal.SIGTERM)
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        callback, self._on_sigterm = self._on_sigterm, None
+        self._restore()
+        if callback is None:
+            self._delegate(signum, frame)
+            return
+        log.warning("SIGTERM received: stopping the StreamingContext gracefully")
+        threading.Thread(target=callback, name="dstream-sigterm-stop", daemon=False).start()
+
+    def uninstall(self) -> None:
+        """Disarm; put the previous handler back when possible (main thread only)."""
+        self._on_sigterm = None
+        self._restore()
+
+    def _restore(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # the disarmed handler delegates to the previous one instead
+        if signal.getsignal(signal.SIGTERM) is self:
+            signal.signal(signal.SIGTERM, self._previous)
+
+    def _delegate(self, signum: int, frame: Any) -> None:
+        previous = self._previous
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def install_sigterm_handler(on_sigterm: Callable[[], None]) -> _SigtermHook | None:
+    """Install a SIGTERM handler that runs ``on_sigterm`` once, in a new thread.
+
+    Python only allows signal handlers from the main thread; elsewhere nothing is
+    installed and ``None`` is returned.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    hook = _SigtermHook(on_sigterm)
+    signal.signal(signal.SIGTERM, hook)
+    return hook
