@@ -1,0 +1,377 @@
+"""One kafka-python consumer assigned to one topic partition, read by offset (executor side).
+
+This is Spark's ``InternalKafkaConsumer`` plus the two ``KafkaRDD`` iterators. Records come
+back in offset order from a buffer filled by ``poll``; a read that continues where the last
+one stopped uses the buffer and the client's prefetched data without seeking, and any jump
+seeks. Two iteration modes:
+
+* strict (the default): every offset in ``[from, until)`` must come back, in order, else
+  :class:`~dstream_kafka.errors.WrongOffsetError` or
+  :class:`~dstream_kafka.errors.FetchTimeoutError` with Spark's texts;
+* non-consecutive (``spark.streaming.kafka.allowNonConsecutiveOffsets``): gaps from
+  compaction, aborted transactions and transaction markers are skipped. The end of the
+  range is found from the consumer position, which kafka-python moves past control batches
+  and aborted batches, so a range that ends inside a gap finishes at once instead of waiting
+  for a record that never comes (Spark's limitation, apache/hudi#8258).
+
+Instances are not thread-safe; :mod:`dstream_kafka.consumer_cache` hands each to one user
+at a time. Process-wide counters (creations, seeks, polls, records) are thread-safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
+
+from dstream_kafka.errors import DataLossError, FetchTimeoutError, KafkaReadError, WrongOffsetError
+from dstream_kafka.record import ConsumerRecord
+
+__all__ = [
+    "COUNTERS",
+    "CacheKey",
+    "InternalKafkaConsumer",
+    "bump",
+    "counters_snapshot",
+    "reset_counters",
+]
+
+log = logging.getLogger(__name__)
+
+#: Names of the per-process counters, as :func:`counters_snapshot` reports them.
+COUNTERS = ("hits", "misses", "creations", "closes", "evictions", "seeks", "polls", "records")
+_counters = dict.fromkeys(COUNTERS, 0)
+_counter_lock = threading.Lock()
+# While records may never come (a gap), poll in slices this long and check the position.
+_POLL_SLICE_MS = 200
+_ALLOW_HINT = (
+    "If this is a compacted topic, consider enabling "
+    "spark.streaming.kafka.allowNonConsecutiveOffsets"
+)
+
+
+def bump(name: str, n: int = 1) -> None:
+    """Add ``n`` to counter ``name`` (thread-safe)."""
+    with _counter_lock:
+        _counters[name] += n
+
+
+def counters_snapshot() -> dict[str, int]:
+    """Return a copy of the counters of this process."""
+    with _counter_lock:
+        return dict(_counters)
+
+
+def reset_counters() -> None:
+    """Set every counter of this process to zero."""
+    with _counter_lock:
+        for name in _counters:
+            _counters[name] = 0
+
+
+class CacheKey(NamedTuple):
+    """Identity of a cached consumer: executor group id and topic partition (Spark's)."""
+
+    groupId: str
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.groupId} {self.topic}-{self.partition}"
+
+
+def _to_record(r: Any) -> ConsumerRecord:
+    # tuple.__new__ skips the NamedTuple constructor's argument handling: this runs per record.
+    return tuple.__new__(
+        ConsumerRecord,
+        (
+            r.topic,
+            r.partition,
+            r.offset,
+            r.timestamp,
+            r.timestamp_type,
+            r.key,
+            r.value,
+            tuple(r.headers) if r.headers else (),
+        ),
+    )
+
+
+class InternalKafkaConsumer:
+    """A kafka-python ``KafkaConsumer`` assigned to ``key``'s partition, created on first use.
+
+    Parameters
+    ----------
+    key : CacheKey
+    config : mapping
+        ``kafka.KafkaConsumer`` keyword arguments from
+        :func:`~dstream_kafka.kafka_params.fix_kafka_params`. The client gets no
+        ``group_id``: it only reads assigned partitions and never commits, and with a group id
+        kafka-python would look up the group coordinator on every poll. The executor group
+        id stays the cache key and appears in every error message.
+    fingerprint : str
+        Identity of ``config`` (see :func:`~dstream_kafka.kafka_params.params_fingerprint`).
+    """
+
+    def __init__(self, key: CacheKey, config: Mapping[str, Any], fingerprint: str = "") -> None:
+        from kafka import TopicPartition as KafkaTopicPartition
+
+        self.key = key
+        self.fingerprint = fingerprint
+        self.topic_partition = KafkaTopicPartition(key.topic, key.partition)
+        self._config = dict(config)
+        self._consumer: Any = None
+        self._buffer: list[Any] = []
+        self._index = 0
+        # Offset a read may start at without seeking: the client and buffer continue there.
+        self._next_offset = -1
+        self.in_use = False
+        self.marked_for_close = False
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"InternalKafkaConsumer({self.key}, next_offset={self._next_offset})"
+
+    @property
+    def next_offset(self) -> int:
+        """Offset the next sequential read starts at without a seek (-1 before any read)."""
+        return self._next_offset
+
+    def _tp_text(self) -> str:
+        return f"{self.key.topic}-{self.key.partition}"
+
+    def _client(self) -> Any:
+        if self.closed:
+            raise KafkaReadError(f"Consumer for {self.key} is closed")
+        if self._consumer is None:
+            from kafka import KafkaConsumer
+            from kafka.serializer import DeserializeWrapper, Deserializer
+
+            config = dict(self._config)
+            config["group_id"] = None
+            for name in ("key_deserializer", "value_deserializer"):
+                # Wrapped here so kafka-python does not warn about plain callables.
+                decode = config.get(name)
+                if decode is not None and not isinstance(decode, Deserializer):
+                    config[name] = DeserializeWrapper(decode)
+            consumer = KafkaConsumer(**config)
+            consumer.assign([self.topic_partition])
+            self._consumer = consumer
+            bump("creations")
+        return self._consumer
+
+    def close(self) -> None:
+        """Close the client (idempotent); pending buffered records are dropped."""
+        if self.closed:
+            return
+        self.closed = True
+        self._buffer = []
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            bump("closes")
+            try:
+                consumer.close(autocommit=False, timeout_ms=5000)
+            except Exception:  # closing is best effort; the task result does not depend on it
+                log.debug("Error closing consumer for %s", self.key, exc_info=True)
+
+    # -- buffer ------------------------------------------------------------------------------
+
+    def _seek(self, offset: int) -> None:
+        self._client().seek(self.topic_partition, offset)
+        self._buffer = []
+        self._index = 0
+        self._next_offset = offset
+        bump("seeks")
+
+    def _poll(self, timeout_ms: int, offset: int, stop_at: int | None = None) -> bool:
+        """Refill the buffer; return False when nothing arrived.
+
+        Without ``stop_at`` this waits up to ``timeout_ms`` for records. With it, the wait is
+        cut into short polls and ends early once the consumer position reaches ``stop_at``:
+        kafka-python's ``poll`` keeps waiting when a fetch held only control or aborted
+        batches, even though the position has already moved past them.
+        """
+        from kafka.errors import OffsetOutOfRangeError
+
+        consumer = self._client()
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            remaining = max(0, int((deadline - time.monotonic()) * 1000))
+            wait = remaining if stop_at is None else min(remaining, _POLL_SLICE_MS)
+            try:
+                batch = consumer.poll(timeout_ms=wait).get(self.topic_partition, [])
+            except OffsetOutOfRangeError:
+                raise self._out_of_range(offset) from None
+            bump("polls")
+            self._buffer = batch
+            self._index = 0
+            if batch:
+                return True
+            if remaining <= 0 or (stop_at is not None and self._position() >= stop_at):
+                return False
+
+    def _position(self) -> int:
+        position = self._client().position(self.topic_partition, timeout_ms=5000)
+        return -1 if position is None else position
+
+    def _out_of_range(self, offset: int) -> KafkaReadError | DataLossError:
+        consumer = self._client()
+        tp = self.topic_partition
+        try:
+            earliest = consumer.beginning_offsets([tp], timeout_ms=10000)[tp]
+            latest = consumer.end_offsets([tp], timeout_ms=10000)[tp]
+        except Exception:
+            earliest = latest = None
+        if earliest is not None and offset < earliest:
+            return DataLossError(
+                f"Offset {offset} of {self._tp_text()} is no longer in Kafka for "
+                f"{self.key.groupId}: "
+                f"the earliest available offset is {earliest}, so records [{offset}, {earliest}) "
+                "were removed (retention, delete-records or topic re-creation) after the range "
+                "was planned"
+            )
+        return KafkaReadError(
+            f"Offset {offset} of {self._tp_text()} is out of range for {self.key.groupId}: "
+            f"the log holds [{earliest}, {latest}); the range was planned past the end of the log"
+        )
+
+    # -- Spark's get(offset) -----------------------------------------------------------------
+
+    def get(self, offset: int, timeout_ms: int) -> ConsumerRecord:
+        """Return the record at exactly ``offset`` (Spark's ``InternalKafkaConsumer.get``).
+
+        After a failure the consumer is marked for close, so the cache does not keep it.
+
+        Raises
+        ------
+        WrongOffsetError
+            If the record at that position has another offset even after seeking.
+        FetchTimeoutError
+            If nothing arrives within ``timeout_ms``.
+        """
+        try:
+            if offset != self._next_offset:
+                self._seek(offset)
+            record = self._next_strict(offset, timeout_ms)
+        except Exception:
+            self.marked_for_close = True
+            raise
+        self._next_offset = offset + 1
+        return _to_record(record)
+
+    def _next_strict(self, offset: int, timeout_ms: int) -> Any:
+        if self._index >= len(self._buffer):
+            self._fill_strict(offset, timeout_ms)
+        record = self._buffer[self._index]
+        if record.offset != offset:
+            log.info("Buffer miss for %s %s", self.key, offset)
+            self._seek(offset)
+            self._fill_strict(offset, timeout_ms)
+            record = self._buffer[0]
+            if record.offset != offset:
+                raise WrongOffsetError(
+                    f"Got wrong record for {self.key.groupId} {self._tp_text()} even after seeking "
+                    f"to offset {offset} got offset {record.offset} instead. {_ALLOW_HINT}"
+                )
+        self._index += 1
+        return record
+
+    def _fill_strict(self, offset: int, timeout_ms: int) -> None:
+        if self._poll(timeout_ms, offset, stop_at=offset + 1):
+            return
+        position = self._position()
+        if position > offset:
+            # The client stepped over ``offset`` without a record: a transaction marker, an
+            # aborted batch or a compacted record.
+            raise WrongOffsetError(
+                f"Got wrong record for {self.key.groupId} {self._tp_text()} even after seeking to "
+                f"offset {offset}: there is no record at that offset (the consumer moved on to "
+                f"{position}; a transaction marker, aborted or compacted records). {_ALLOW_HINT}"
+            )
+        raise FetchTimeoutError(
+            f"Failed to get records for {self.key.groupId} {self._tp_text()} {offset} "
+            f"after polling for {timeout_ms}"
+        )
+
+    # -- ranges ------------------------------------------------------------------------------
+
+    def iter_range(
+        self, from_offset: int, until_offset: int, timeout_ms: int, strict: bool = True
+    ) -> Iterator[ConsumerRecord]:
+        """Yield the records of ``[from_offset, until_offset)`` in offset order.
+
+        ``strict`` demands every offset (Spark's default ``KafkaRDDIterator``); otherwise
+        gaps are skipped (``CompactedKafkaRDDIterator``) and the range ends when the next
+        record or the consumer position reaches ``until_offset``. The state stays consistent
+        if the caller stops early, so a later read can continue from where this one stopped;
+        after a failure the consumer is marked for close.
+        """
+        if from_offset >= until_offset:
+            return
+        try:
+            if from_offset != self._next_offset:
+                self._seek(from_offset)
+            reader = self._strict_range if strict else self._gapped_range
+            yield from reader(from_offset, until_offset, timeout_ms)
+        except Exception:
+            # Its client state is unknown now: the cache closes it on release.
+            self.marked_for_close = True
+            raise
+
+    def _strict_range(self, start: int, until: int, timeout_ms: int) -> Iterator[ConsumerRecord]:
+        expected = start
+        done = 0
+        try:
+            while expected < until:
+                if self._index >= len(self._buffer):
+                    self._fill_strict(expected, timeout_ms)
+                buffer = self._buffer
+                index = self._index
+                limit = min(len(buffer), index + (until - expected))
+                while index < limit:
+                    record = buffer[index]
+                    if record.offset != expected:
+                        self._index = index
+                        record = self._next_strict(expected, timeout_ms)
+                        buffer, index = self._buffer, self._index - 1
+                        limit = min(len(buffer), index + (until - expected))
+                    index += 1
+                    expected += 1
+                    # Saved before yielding, so an abandoned read leaves a consistent state.
+                    self._index = index
+                    self._next_offset = expected
+                    done += 1
+                    yield _to_record(record)
+        finally:
+            bump("records", done)
+
+    def _gapped_range(self, start: int, until: int, timeout_ms: int) -> Iterator[ConsumerRecord]:
+        done = 0
+        try:
+            while True:
+                if self._index >= len(self._buffer):
+                    # The position is past control batches and aborted batches already
+                    # consumed, so a range ending in such a gap is complete here.
+                    if self._position() >= until:
+                        break
+                    if (
+                        not self._poll(timeout_ms, self._next_offset, stop_at=until)
+                        and self._position() < until
+                    ):
+                        raise FetchTimeoutError(
+                            f"Failed to get records for compacted {self.key.groupId} "
+                            f"{self._tp_text()} after polling for {timeout_ms}"
+                        )
+                    continue
+                record = self._buffer[self._index]
+                if record.offset >= until:
+                    break
+                self._index += 1
+                self._next_offset = record.offset + 1
+                done += 1
+                yield _to_record(record)
+            self._next_offset = until
+        finally:
+            bump("records", done)

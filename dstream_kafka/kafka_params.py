@@ -1,0 +1,435 @@
+"""Kafka client parameters: Java-style names to kafka-python, executor fixes, redaction.
+
+Users pass ``kafkaParams`` as they would to Spark (``{"bootstrap.servers": ...,
+"group.id": ..., "key.deserializer": "org.apache.kafka...StringDeserializer"}``) or with
+kafka-python's keyword names (``bootstrap_servers``); both are accepted, also mixed.
+:func:`consumer_config` turns them into keyword arguments for ``kafka.KafkaConsumer``, and
+:func:`fix_kafka_params` applies Spark's ``KafkaUtils.fixKafkaParams`` for executors in one
+logged place. Secret values (passwords, tokens, JAAS configs) never reach a log line or an
+exception text: everything that prints parameters goes through :func:`redact`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import logging
+import re
+import struct
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from dstream_kafka.errors import ConfigurationError
+
+__all__ = [
+    "DESERIALIZER_CLASSES",
+    "EXECUTOR_GROUP_PREFIX",
+    "REDACTED",
+    "consumer_config",
+    "driver_consumer_config",
+    "executor_group_id",
+    "fix_kafka_params",
+    "is_secret_key",
+    "params_fingerprint",
+    "redact",
+    "utf8_decoder",
+    "validate_deserializer",
+]
+
+log = logging.getLogger(__name__)
+
+#: Prefix Spark puts before the user's group id for executor consumers.
+EXECUTOR_GROUP_PREFIX = "spark-executor-"
+#: Replacement text for secret values (Spark's ``Utils.REDACTION_REPLACEMENT_TEXT``).
+REDACTED = "*********(redacted)"
+_SECRET_RE = re.compile(r"(?i)secret|password|token|access[._]?key|jaas")
+_MIN_RECEIVE_BUFFER = 65536  # KAFKA-3135
+
+
+def utf8_decoder(data: bytes | None) -> str | None:
+    """Decode UTF-8 bytes, passing ``None`` through (Kafka's ``StringDeserializer``)."""
+    return None if data is None else data.decode("utf-8")
+
+
+def _decode_int(data: bytes | None) -> int | None:
+    return None if data is None else _INT.unpack(data)[0]
+
+
+def _decode_long(data: bytes | None) -> int | None:
+    return None if data is None else _LONG.unpack(data)[0]
+
+
+def _decode_short(data: bytes | None) -> int | None:
+    return None if data is None else _SHORT.unpack(data)[0]
+
+
+def _decode_float(data: bytes | None) -> float | None:
+    return None if data is None else _FLOAT.unpack(data)[0]
+
+
+def _decode_double(data: bytes | None) -> float | None:
+    return None if data is None else _DOUBLE.unpack(data)[0]
+
+
+def _uuid_decoder(data: bytes | None) -> str | None:
+    # Java's UUIDDeserializer reads the UTF-8 string form.
+    return None if data is None else str(uuid.UUID(data.decode("utf-8")))
+
+
+def _void_decoder(data: bytes | None) -> None:
+    return None
+
+
+# Java serializers write numbers big-endian.
+_INT, _LONG, _SHORT, _FLOAT, _DOUBLE = (struct.Struct(f) for f in (">i", ">q", ">h", ">f", ">d"))
+
+_KAFKA_SER = "org.apache.kafka.common.serialization."
+#: Java deserializer class names and their Python equivalents (``None`` keeps raw bytes).
+DESERIALIZER_CLASSES: Mapping[str, Callable[[bytes | None], Any] | None] = {
+    _KAFKA_SER + "ByteArrayDeserializer": None,
+    _KAFKA_SER + "BytesDeserializer": None,
+    _KAFKA_SER + "ByteBufferDeserializer": None,
+    _KAFKA_SER + "StringDeserializer": utf8_decoder,
+    _KAFKA_SER + "IntegerDeserializer": _decode_int,
+    _KAFKA_SER + "LongDeserializer": _decode_long,
+    _KAFKA_SER + "ShortDeserializer": _decode_short,
+    _KAFKA_SER + "FloatDeserializer": _decode_float,
+    _KAFKA_SER + "DoubleDeserializer": _decode_double,
+    _KAFKA_SER + "UUIDDeserializer": _uuid_decoder,
+    _KAFKA_SER + "VoidDeserializer": _void_decoder,
+}
+
+# Java names whose kafka-python name is not the dots-to-underscores spelling.
+_RENAMED = {
+    "metadata.broker.list": "bootstrap_servers",  # Kafka 0-8 name, kept for old programs
+    "ssl.key.password": "ssl_password",
+}
+# Java-only settings with no kafka-python equivalent: dropped with a warning.
+_JAVA_ONLY = frozenset(
+    {
+        "default.api.timeout.ms",
+        "auto.include.jmx.reporter",
+        "metric.reporters",
+        "partition.assignment.strategy",
+        "ssl.protocol",
+        "ssl.enabled.protocols",
+        "ssl.keystore.type",
+        "ssl.truststore.type",
+        "ssl.truststore.password",
+        "ssl.keystore.password",
+        "ssl.provider",
+        "security.providers",
+        "group.protocol",
+        "sasl.login.class",
+        "sasl.client.callback.handler.class",
+        "sasl.login.callback.handler.class",
+        "client.dns.lookup.timeout.ms",
+        "key.deserializer.encoding",
+        "value.deserializer.encoding",
+        "deserializer.encoding",
+    }
+)
+# Settings that would change what is read or run user JVM code: refused with a reason.
+_REFUSED = {
+    "interceptor.classes": "consumer interceptors are Java classes and cannot run in Python",
+    "ssl.keystore.location": "Java keystores are not readable from Python; convert to PEM and "
+    "pass ssl_certfile and ssl_keyfile",
+    "ssl.truststore.location": "Java truststores are not readable from Python; convert to PEM "
+    "and pass ssl_cafile",
+}
+# Types of kafka-python settings whose default is None.
+_NONE_DEFAULT_TYPES: Mapping[str, type] = {
+    "group_id": str,
+    "group_instance_id": str,
+    "receive_buffer_bytes": int,
+    "send_buffer_bytes": int,
+    "ssl_cafile": str,
+    "ssl_certfile": str,
+    "ssl_keyfile": str,
+    "ssl_crlfile": str,
+    "ssl_password": str,
+    "ssl_ciphers": str,
+    "sasl_mechanism": str,
+    "sasl_plain_username": str,
+    "sasl_plain_password": str,
+    "sasl_kerberos_name": str,
+    "sasl_kerberos_domain_name": str,
+    "proxy_url": str,
+    "socks5_proxy": str,
+}
+_JAAS_RE = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _consumer_defaults() -> Mapping[str, Any]:
+    from kafka import KafkaConsumer
+
+    return KafkaConsumer.DEFAULT_CONFIG
+
+
+def is_secret_key(key: str) -> bool:
+    """Return True when the value of parameter ``key`` must never be shown."""
+    return bool(_SECRET_RE.search(str(key)))
+
+
+def redact(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a copy of ``params`` with every secret value replaced by :data:`REDACTED`.
+
+    Secret keys match ``secret|password|token|access.key|jaas`` in any case and any
+    spelling (``sasl.jaas.config``, ``sasl_plain_password``, ``ssl.key.password``).
+    """
+    return {k: (REDACTED if is_secret_key(k) and v is not None else v) for k, v in params.items()}
+
+
+def executor_group_id(group_id: Any) -> str:
+    """Return Spark's executor group id ``spark-executor-<group.id>`` (``...-None`` if unset)."""
+    return EXECUTOR_GROUP_PREFIX + str(group_id)
+
+
+def validate_deserializer(name: str, value: Any) -> Any:
+    """Return the Python deserializer for parameter ``name`` or raise.
+
+    Accepts ``None`` (raw bytes), a Java class name from :data:`DESERIALIZER_CLASSES`, a
+    callable ``bytes -> object`` or a ``kafka.serializer.Deserializer`` instance. Callables
+    must pickle with cloudpickle, because executors receive them inside the task.
+
+    Raises
+    ------
+    ConfigurationError
+        For an unknown class name, a non-callable value, or one that cannot be pickled.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value in DESERIALIZER_CLASSES:
+            return DESERIALIZER_CLASSES[value]
+        raise ConfigurationError(
+            f"{name} {value!r} is not a deserializer dstream_kafka knows; use one of "
+            f"{', '.join(sorted(c.rsplit('.', 1)[1] for c in DESERIALIZER_CLASSES))} "
+            f"(as org.apache.kafka.common.serialization.<Name>) or pass a Python callable "
+            "bytes -> object"
+        )
+    from kafka.serializer import Deserializer
+
+    if not callable(value) and not isinstance(value, Deserializer):
+        raise ConfigurationError(
+            f"{name} must be a callable bytes -> object, a kafka.serializer.Deserializer or a "
+            f"Java class name, got {type(value).__name__}"
+        )
+    from pyspark import cloudpickle
+
+    try:
+        cloudpickle.dumps(value)
+    except Exception as exc:  # anything the pickler raises means executors cannot get it
+        raise ConfigurationError(
+            f"{name} cannot be serialized for executors ({type(exc).__name__}: {exc}); use a "
+            "module-level function or a lambda that does not capture locks, sockets or clients"
+        ) from None
+    return value
+
+
+def _show(key: str, value: Any) -> str:
+    return REDACTED if is_secret_key(key) else repr(value)
+
+
+def _coerce(key: str, shown: str, value: Any, defaults: Mapping[str, Any]) -> Any:
+    default = defaults.get(key)
+    kind = type(default) if default is not None else _NONE_DEFAULT_TYPES.get(key)
+    if kind is bool:
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        if isinstance(value, bool):
+            return value
+        raise ConfigurationError(
+            f"Kafka parameter {shown} must be true or false, got {_show(key, value)}"
+        )
+    if kind is int and not isinstance(value, bool):
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and re.fullmatch(r"\s*-?[0-9]+\s*", value):
+            return int(value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise ConfigurationError(
+            f"Kafka parameter {shown} must be a whole number, got {_show(key, value)}"
+        )
+    if kind is float and isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except ValueError:
+            raise ConfigurationError(
+                f"Kafka parameter {shown} must be a number, got {_show(key, value)}"
+            ) from None
+    if key == "api_version" and isinstance(value, str):
+        return tuple(int(part) for part in value.split("."))
+    return value
+
+
+def _jaas(value: Any, out: dict[str, Any]) -> None:
+    fields = dict(_JAAS_RE.findall(str(value)))
+    if "username" not in fields or "password" not in fields:
+        # The value holds a secret, so the message must not quote it.
+        raise ConfigurationError(
+            "sasl.jaas.config must be a PlainLoginModule or ScramLoginModule entry with "
+            'username="..." and password="..."; or pass sasl_plain_username and '
+            "sasl_plain_password instead"
+        )
+    out.setdefault("sasl_plain_username", fields["username"])
+    out.setdefault("sasl_plain_password", fields["password"])
+
+
+def consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
+    """Translate ``kafkaParams`` into ``kafka.KafkaConsumer`` keyword arguments.
+
+    Java names (``bootstrap.servers``) become kafka-python names (``bootstrap_servers``);
+    string values are converted to the type kafka-python expects (``"false"`` to ``False``,
+    ``"65536"`` to ``65536``); deserializers are checked with :func:`validate_deserializer`.
+    Java-only settings without a Python meaning are dropped with a warning.
+
+    Raises
+    ------
+    ConfigurationError
+        For unknown parameters (with the closest known names), badly typed values, refused
+        settings (``interceptor.classes``, Java keystores) or unusable deserializers. Secret
+        values are never quoted.
+    """
+    if not isinstance(kafkaParams, Mapping):
+        raise ConfigurationError(
+            "kafkaParams must be a dict of Kafka consumer settings, got "
+            f"{type(kafkaParams).__name__}; "
+            'e.g. {"bootstrap.servers": "localhost:9092", "group.id": "app"}'
+        )
+    defaults = _consumer_defaults()
+    out: dict[str, Any] = {}
+    for raw_key, value in kafkaParams.items():
+        if not isinstance(raw_key, str):
+            raise ConfigurationError(f"Kafka parameter names must be strings, got {raw_key!r}")
+        key = raw_key.strip()
+        if key in _REFUSED:
+            raise ConfigurationError(f"Kafka parameter {key} is not supported: {_REFUSED[key]}")
+        if key in _JAVA_ONLY:
+            log.warning("Ignoring Kafka parameter %s: it has no kafka-python equivalent", key)
+            continue
+        if key == "sasl.jaas.config":
+            _jaas(value, out)
+            continue
+        if key == "ssl.endpoint.identification.algorithm":
+            out["ssl_check_hostname"] = bool(value)
+            continue
+        name = _RENAMED.get(key, key.replace(".", "_"))
+        if name not in defaults:
+            close = difflib.get_close_matches(name, list(defaults), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ConfigurationError(f"Unknown Kafka consumer parameter {key!r}{hint}")
+        if name in ("key_deserializer", "value_deserializer"):
+            out[name] = validate_deserializer(key, value)
+        elif name in out and out[name] != value:
+            raise ConfigurationError(
+                f"Kafka parameter {key} is given twice with different values (Java and Python "
+                "spelling); keep one"
+            )
+        else:
+            out[name] = _coerce(name, key, value, defaults)
+    return out
+
+
+def fix_kafka_params(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
+    """Return executor consumer settings: Spark's ``fixKafkaParams``, as kafka-python kwargs.
+
+    Executors only read what the driver planned, so, as in Spark:
+
+    * ``enable.auto.commit`` is forced to false;
+    * ``auto.offset.reset`` is forced to ``none`` (an out-of-range offset is an error, never
+      a silent jump);
+    * ``group.id`` becomes ``spark-executor-<group.id>``, so executors never share the
+      driver's group (an error is logged when no group id is set);
+    * ``receive.buffer.bytes`` is raised to at least 65536 (KAFKA-3135).
+
+    A user value that contradicts a forced one is overridden with a warning naming the
+    parameter; values are never logged for secret keys. The input is not modified. The
+    function is idempotent: fixing fixed parameters changes nothing and warns about nothing
+    (so a group id that already starts with ``spark-executor-`` is not prefixed again).
+
+    Raises
+    ------
+    ConfigurationError
+        As :func:`consumer_config`.
+    """
+    params = consumer_config(kafkaParams)
+    if params.get("enable_auto_commit", False) is not False:
+        log.warning(
+            "overriding enable.auto.commit to false for executor (was %s)",
+            params["enable_auto_commit"],
+        )
+    params["enable_auto_commit"] = False
+    if params.get("auto_offset_reset", "none") != "none":
+        log.warning(
+            "overriding auto.offset.reset to none for executor (was %s)",
+            params["auto_offset_reset"],
+        )
+    params["auto_offset_reset"] = "none"
+    original = params.get("group_id")
+    if original is None:
+        # Spark logs this as an error; a plain read (createRDD, 0-8 programs) works without one.
+        log.warning("group.id is null, you should probably set it (it names this application's "
+                    "executor consumers and is where commitAsync commits)")
+    if original is not None and str(original).startswith(EXECUTOR_GROUP_PREFIX):
+        # Already fixed (parameters fixed again for every batch): idempotent, no prefix twice.
+        params["group_id"] = str(original)
+    else:
+        params["group_id"] = executor_group_id(original)
+        log.info("overriding executor group.id to %s", params["group_id"])
+    receive_buffer = params.get("receive_buffer_bytes")
+    if receive_buffer is None or receive_buffer < _MIN_RECEIVE_BUFFER:
+        if receive_buffer is not None:
+            log.warning(
+                "overriding receive.buffer.bytes to %d (was %d), see KAFKA-3135",
+                _MIN_RECEIVE_BUFFER,
+                receive_buffer,
+            )
+        params["receive_buffer_bytes"] = _MIN_RECEIVE_BUFFER
+    return params
+
+
+def driver_consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
+    """Return settings for a short-lived driver consumer that only looks up offsets.
+
+    The user's parameters are kept (so ``isolation.level`` decides whether "latest" is the
+    high watermark or the last stable offset), but the consumer joins no group, commits
+    nothing, creates no topics and decodes nothing.
+    """
+    params = consumer_config(kafkaParams)
+    for key in ("key_deserializer", "value_deserializer", "group_instance_id"):
+        params.pop(key, None)
+    params.update(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False)
+    return params
+
+
+def _callable_identity(value: Any) -> str:
+    target = value if callable(value) and not hasattr(value, "deserialize") else type(value)
+    name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
+    code = getattr(value, "__code__", None)
+    if code is not None:
+        # Two lambdas share a qualname; their bytecode and plain constants tell them apart.
+        consts = tuple(
+            c for c in code.co_consts if isinstance(c, (str, bytes, int, float, type(None)))
+        )
+        digest = hashlib.sha1(repr((code.co_code, code.co_names, consts)).encode()).hexdigest()
+        name += f"#{digest[:16]}"
+    return name
+
+
+def params_fingerprint(params: Mapping[str, Any]) -> str:
+    """Return a SHA-256 hex digest identifying ``params``.
+
+    Executors compare it with the cached consumer's, so a consumer built for other settings
+    (another broker list, isolation level, credentials or deserializer) is replaced, not
+    reused. A digest, so that printing it reveals no secret.
+    """
+    parts = []
+    for key in sorted(params):
+        value = params[key]
+        if callable(value) or hasattr(value, "deserialize"):
+            value = _callable_identity(value)
+        parts.append(f"{key}={value!r}")
+    return hashlib.sha256("\n".join(parts).encode("utf-8", "backslashreplace")).hexdigest()

@@ -1,0 +1,408 @@
+"""``KafkaRDD``: one RDD partition per offset range, read by executors through cached consumers.
+
+The RDD is built from a JVM ``SparkContext.makeRDD`` of small picklable range descriptors,
+one per partition, each with its preferred executor, so placement is real Spark scheduling
+information (``getPreferredLocs`` reports it). A Python function maps each descriptor to
+its records; transformations (``map``, ``filter``, ...) pipeline onto it and return plain
+RDDs. Partition ``i`` reads ``offsetRanges()[i]``.
+
+Records are :class:`~dstream_kafka.record.ConsumerRecord` tuples, which pickle, so unlike
+Spark's ``KafkaRDD`` this RDD may be persisted or windowed without mapping first.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, NamedTuple
+
+from pyspark.core.rdd import PipelinedRDD, RDD
+from pyspark.serializers import CPickleSerializer
+
+from dstream_kafka.config import SparkConfReader
+from dstream_kafka.consumer_cache import CacheKey, CacheSettings, acquire
+from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.kafka_params import params_fingerprint
+from dstream_kafka.offsets import OffsetRange, TopicPartition
+from dstream_kafka.placement import (
+    ExecutorLocation,
+    preferred_location,
+    sort_executors,
+)
+from dstream_kafka.record import ConsumerRecord
+
+__all__ = [
+    "KafkaRDD",
+    "ReadSettings",
+    "build_kafka_rdd",
+    "executor_locations",
+    "preferred_locations_for",
+    "read_range",
+    "read_settings",
+]
+
+
+class ReadSettings(NamedTuple):
+    """What executors need besides the Kafka parameters; fixed on the driver per RDD.
+
+    Attributes
+    ----------
+    groupId : str
+        Executor group id (``spark-executor-<group.id>``), the cache key's first part.
+    pollTimeoutMs : int
+        ``spark.streaming.kafka.consumer.poll.ms``, else ``spark.network.timeout``.
+    strict : bool
+        False when ``spark.streaming.kafka.allowNonConsecutiveOffsets`` is true.
+    useCache : bool
+        Read through the executor consumer cache.
+    cache : CacheSettings
+    fingerprint : str
+        Digest of the Kafka parameters (cached consumers built from others are replaced).
+    """
+
+    groupId: str
+    pollTimeoutMs: int
+    strict: bool = True
+    useCache: bool = True
+    cache: CacheSettings = CacheSettings()
+    fingerprint: str = ""
+
+
+def read_settings(
+    sc: Any,
+    executor_params: Mapping[str, Any],
+    use_cache: bool | None = None,
+    poll_timeout_ms: int | None = None,
+) -> ReadSettings:
+    """Read the executor settings from ``sc``'s configuration (workers have no SparkConf).
+
+    ``use_cache=None`` takes ``spark.streaming.kafka.consumer.cache.enabled``;
+    ``poll_timeout_ms=None`` takes ``spark.streaming.kafka.consumer.poll.ms`` (else
+    ``spark.network.timeout``).
+    """
+    conf = SparkConfReader(sc)
+    cache = CacheSettings(
+        conf.cache_initial_capacity, conf.cache_max_capacity, conf.cache_load_factor
+    ).validated()
+    if poll_timeout_ms is not None and (
+        isinstance(poll_timeout_ms, bool)
+        or not isinstance(poll_timeout_ms, int)
+        or poll_timeout_ms < 0
+    ):
+        raise ConfigurationError(
+            f"pollTimeoutMs must be a whole number >= 0, got {poll_timeout_ms!r}"
+        )
+    return ReadSettings(
+        groupId=str(executor_params.get("group_id")),
+        pollTimeoutMs=conf.poll_timeout_ms if poll_timeout_ms is None else poll_timeout_ms,
+        strict=not conf.allow_non_consecutive_offsets,
+        useCache=conf.consumer_cache_enabled if use_cache is None else bool(use_cache),
+        cache=cache,
+        fingerprint=params_fingerprint(executor_params),
+    )
+
+
+def read_range(
+    descriptor: Sequence[Any], kafka_config: Mapping[str, Any], settings: ReadSettings
+) -> Iterator[ConsumerRecord]:
+    """Yield the records of one range descriptor ``(index, topic, partition, from, until)``.
+
+    An empty range acquires no consumer. The consumer is released when the iteration ends,
+    fails or is abandoned; after a failure it is discarded rather than cached.
+    """
+    _, topic, partition, from_offset, until_offset = descriptor
+    if from_offset >= until_offset:
+        return
+    handle = acquire(
+        CacheKey(settings.groupId, topic, partition),
+        kafka_config,
+        fingerprint=settings.fingerprint,
+        settings=settings.cache,
+        use_cache=settings.useCache,
+    )
+    with handle:
+        yield from handle.internal.iter_range(
+            from_offset, until_offset, settings.pollTimeoutMs, settings.strict
+        )
+
+
+def _partition_reader(
+    kafka_config: Mapping[str, Any], settings: ReadSettings
+) -> Callable[[int, Iterable[Any]], Iterator[ConsumerRecord]]:
+    def read_partition(_split: int, descriptors: Iterable[Any]) -> Iterator[ConsumerRecord]:
+        # Drain the input first: a Python worker whose input was not fully read is not reused,
+        # and with it would go its cached consumers.
+        for descriptor in list(descriptors):
+            yield from read_range(descriptor, kafka_config, settings)
+
+    return read_partition
+
+
+def executor_locations(sc: Any) -> list[ExecutorLocation]:
+    """Return the executors tasks can run on, in Spark's placement order.
+
+    Read from the driver's status store. The driver counts only in local mode, where it is
+    the executor (id ``driver``); elsewhere it runs no tasks.
+    """
+    try:
+        summaries = sc._jsc.sc().statusStore().executorList(True)
+        found = []
+        for i in range(summaries.length()):
+            summary = summaries.apply(i)
+            host = str(summary.hostPort()).rsplit(":", 1)[0].strip("[]")
+            found.append(ExecutorLocation(host, str(summary.id())))
+    except Exception:  # py4j errors: an unreachable JVM gives no preferences, not a failure
+        return []
+    executors = [e for e in found if e.executorId != "driver"]
+    if (
+        not executors
+        and str(sc.master).startswith("local")
+        and not str(sc.master).startswith("local-cluster")
+    ):
+        executors = [e for e in found if e.executorId == "driver"]
+    return sort_executors(executors)
+
+
+def preferred_locations_for(
+    sc: Any,
+    ranges: Sequence[OffsetRange],
+    preferred_hosts: Mapping[TopicPartition, str | None] | None = None,
+    executors: Sequence[ExecutorLocation] | None = None,
+) -> list[str | None]:
+    """Return the preferred executor location string of each range (``None``: no preference).
+
+    Spark's ``KafkaRDD.getPreferredLocations``: executors on the preferred host when there
+    are any, else all executors; ``floorMod(tp.hashCode, n)`` picks one.
+    """
+    execs = sort_executors(executors) if executors is not None else executor_locations(sc)
+    hosts = preferred_hosts or {}
+    return [
+        preferred_location(r.topicPartition(), execs, hosts.get(r.topicPartition()), presorted=True)
+        for r in ranges
+    ]
+
+
+def _located_jrdd(
+    sc: Any, descriptors: Sequence[tuple[Any, ...]], locations: Sequence[str | None]
+) -> Any:
+    jvm = sc._jvm
+    if not descriptors:
+        return sc._jsc.emptyRDD()
+    pickler = CPickleSerializer()
+    to_seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq
+    pairs = jvm.java.util.ArrayList()
+    for descriptor, location in zip(descriptors, locations):
+        hosts = jvm.java.util.ArrayList()
+        if location:
+            hosts.add(location)
+        pairs.add(jvm.scala.Tuple2(bytearray(pickler.dumps(descriptor)), to_seq(hosts)))
+    byte_array = jvm.scala.reflect.ClassTag.apply(jvm.java.lang.Class.forName("[B"))
+    # makeRDD puts element i alone in partition i and records its preferred locations.
+    return sc._jsc.sc().makeRDD(to_seq(pairs), byte_array).toJavaRDD()
+
+
+class KafkaRDD(PipelinedRDD):
+    """An RDD of :class:`~dstream_kafka.record.ConsumerRecord`, one partition per offset range.
+
+    Use :func:`~dstream_kafka.kafka_utils.KafkaUtils.createRDD` (or :func:`build_kafka_rdd`)
+    rather than the constructor, which trusts its input.
+
+    Records pickle, so the RDD may be persisted, windowed or shuffled as it is (Spark's
+    ``KafkaRDD.persist`` warns that its records are not serializable; there is no need here).
+
+    In the default strict mode ``count``, ``countApprox`` and ``isEmpty`` run no job and
+    ``take(n)`` runs one job on only the partitions it needs; with
+    ``spark.streaming.kafka.allowNonConsecutiveOffsets=true`` they are the generic RDD
+    actions, which read the data. ``offsetRanges()`` implements ``HasOffsetRanges``.
+
+    Parameters
+    ----------
+    sc : SparkContext
+    kafka_config : mapping
+        Executor consumer settings from :func:`~dstream_kafka.kafka_params.fix_kafka_params`.
+    offset_ranges : sequence of OffsetRange
+    locations : sequence of (str or None)
+        Preferred executor location of each range.
+    settings : ReadSettings
+
+    Raises
+    ------
+    ConfigurationError
+        If ``kafka_config`` lacks the executor fixes (Spark's ``require`` in ``KafkaRDD``).
+    """
+
+    def __init__(
+        self,
+        sc: Any,
+        kafka_config: Mapping[str, Any],
+        offset_ranges: Sequence[OffsetRange],
+        locations: Sequence[str | None],
+        settings: ReadSettings,
+    ) -> None:
+        if (
+            kafka_config.get("auto_offset_reset") != "none"
+            or kafka_config.get("enable_auto_commit") is not False
+        ):
+            raise ConfigurationError(
+                "KafkaRDD needs executor Kafka parameters with auto.offset.reset=none and "
+                "enable.auto.commit=false; build them with fix_kafka_params(kafkaParams)"
+            )
+        ranges = list(offset_ranges)
+        if len(locations) != len(ranges):
+            raise ConfigurationError(
+                f"Got {len(locations)} preferred locations for {len(ranges)} offset ranges"
+            )
+        descriptors = [
+            (i, r.topic, r.partition, r.fromOffset, r.untilOffset) for i, r in enumerate(ranges)
+        ]
+        self._source_jrdd = _located_jrdd(sc, descriptors, locations)
+        source = RDD(self._source_jrdd, sc, CPickleSerializer())
+        super().__init__(source, _partition_reader(dict(kafka_config), settings), True)
+        self._offset_ranges = ranges
+        self._locations = list(locations)
+        self._settings = settings
+        self._lost_ranges: list[OffsetRange] = []
+
+    @classmethod
+    def create(
+        cls,
+        sc: Any,
+        kafkaParams: Mapping[str, Any],
+        offsetRanges: Sequence[OffsetRange],
+        locationStrategy: Any = None,
+        use_consumer_cache: bool | None = None,
+        leader_lookup: Callable[[TopicPartition], str | None] | None = None,
+        poll_timeout_ms: int | None = None,
+    ) -> KafkaRDD:
+        """Build an RDD for a direct stream batch: no cluster round trip, no validation job.
+
+        ``kafkaParams`` are the user's (``fix_kafka_params`` is applied here; it is
+        idempotent and only warns about values it overrides). ``locationStrategy`` defaults
+        to ``PreferConsistent``; ``PreferBrokers`` needs ``leader_lookup(tp) -> host``.
+        ``use_consumer_cache=None`` follows ``spark.streaming.kafka.consumer.cache.enabled``.
+        """
+        from dstream_kafka.kafka_params import fix_kafka_params
+        from dstream_kafka.placement import PreferConsistent, preferred_hosts_for
+
+        ranges = list(offsetRanges)
+        hosts = preferred_hosts_for(
+            locationStrategy or PreferConsistent,
+            [r.topicPartition() for r in ranges],
+            leader_lookup,
+        )
+        return build_kafka_rdd(
+            sc,
+            fix_kafka_params(kafkaParams),
+            ranges,
+            hosts,
+            use_cache=use_consumer_cache,
+            poll_timeout_ms=poll_timeout_ms,
+        )
+
+    def offsetRanges(self) -> list[OffsetRange]:
+        """Return the offset ranges; element ``i`` is read by partition ``i``."""
+        return list(self._offset_ranges)
+
+    def lostOffsetRanges(self) -> list[OffsetRange]:
+        """Return the ranges that were no longer in Kafka when this RDD was planned.
+
+        Only :meth:`~dstream_kafka.kafka_utils.KafkaUtils.createRDDFromOptions` with
+        ``failOnDataLoss=False`` fills it; they are not read.
+        """
+        return list(self._lost_ranges)
+
+    def preferredLocations(self, split: int) -> list[str]:
+        """Return the Spark preferred locations of partition ``split`` (read from the JVM)."""
+        source = self._source_jrdd.rdd()
+        locations = source.preferredLocations(source.partitions()[split])  # a Scala Seq
+        return [str(locations.apply(i)) for i in range(locations.length())]
+
+    @property
+    def readSettings(self) -> ReadSettings:
+        """The executor settings shipped with every task of this RDD."""
+        return self._settings
+
+    def count(self) -> int:
+        """Return the number of records: ``sum(range.count())`` with no job in strict mode."""
+        if not self._settings.strict:
+            return super().count()
+        return sum(r.count() for r in self._offset_ranges)
+
+    def countApprox(self, timeout: int, confidence: float = 0.95) -> int:
+        """Return :meth:`count`, exact and without a job in strict mode."""
+        if not self._settings.strict:
+            return super().countApprox(timeout, confidence)
+        return self.count()
+
+    def isEmpty(self) -> bool:
+        """Return True when no range holds a record (no job in strict mode)."""
+        if not self._settings.strict:
+            return super().isEmpty()
+        return self.count() == 0
+
+    def take(self, num: int) -> list[ConsumerRecord]:
+        """Return the first ``num`` records in partition order.
+
+        In strict mode each partition's share is known in advance (Spark's quota plan), so
+        one job runs on only the partitions that contribute and each reads only its share.
+        """
+        if not self._settings.strict:
+            return super().take(num)
+        if num < 1:
+            return []
+        quotas: dict[int, int] = {}
+        remaining = num
+        for index, r in enumerate(self._offset_ranges):
+            if remaining <= 0:
+                break
+            if r.count() > 0:
+                quotas[index] = min(remaining, r.count())
+                remaining -= quotas[index]
+        if not quotas:
+            return []
+
+        def take_quota(split: int, records: Iterable[ConsumerRecord]) -> list[ConsumerRecord]:
+            it = iter(records)
+            try:
+                return list(itertools.islice(it, quotas[split]))
+            finally:
+                close = getattr(it, "close", None)
+                if close is not None:
+                    close()  # releases the consumer now, not at garbage collection
+
+        limited = self.mapPartitionsWithIndex(take_quota, preservesPartitioning=True)
+        return self.ctx.runJob(limited, lambda it: it, list(quotas))
+
+    def __repr__(self) -> str:
+        more = "..." if len(self._offset_ranges) > 3 else ""
+        return f"KafkaRDD[{len(self._offset_ranges)} ranges] {self._offset_ranges[:3]!r}{more}"
+
+
+def build_kafka_rdd(
+    sc: Any,
+    executor_params: Mapping[str, Any],
+    offset_ranges: Sequence[OffsetRange],
+    preferred_hosts: Mapping[TopicPartition, str | None] | None = None,
+    use_cache: bool | None = None,
+    poll_timeout_ms: int | None = None,
+    locations: Sequence[str | None] | None = None,
+) -> KafkaRDD:
+    """Build a :class:`KafkaRDD` without driver-side validation (for direct streams).
+
+    Parameters
+    ----------
+    executor_params : mapping
+        Output of :func:`~dstream_kafka.kafka_params.fix_kafka_params`.
+    preferred_hosts : mapping, optional
+        ``{TopicPartition: host}`` from the location strategy; placement falls back to all
+        executors for partitions without one.
+    use_cache : bool, optional
+        ``None`` follows ``spark.streaming.kafka.consumer.cache.enabled``; restored
+        checkpoints pass False (the same partition may be read by several threads).
+    locations : sequence of (str or None), optional
+        Precomputed preferred locations, one per range (skips executor lookup).
+    """
+    settings = read_settings(sc, executor_params, use_cache, poll_timeout_ms)
+    if locations is None:
+        locations = preferred_locations_for(sc, offset_ranges, preferred_hosts)
+    return KafkaRDD(sc, executor_params, offset_ranges, locations, settings)
