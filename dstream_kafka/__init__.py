@@ -1,10 +1,92 @@
-"""dstream_kafka: Kafka direct streams for PySpark on RDDs, with precise offset control."""
+"""dstream_kafka: Kafka direct streams for PySpark on RDDs, with precise offset control.
+
+The public surface is re-exported here; everything else is internal. Names ported from Spark
+keep Spark's spelling (``KafkaUtils.createRDD``, ``OffsetRange``, ``LocationStrategies``).
+
+Attributes load on first use, so ``import dstream_kafka`` (and the ``dstream-kafka`` command)
+does not start importing PySpark until a Spark-facing name is touched.
+"""
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from dstream_kafka import errors
 from dstream_kafka.errors import DStreamKafkaError
 
 __version__ = "0.1.0"
 
-__all__ = ["DStreamKafkaError", "errors", "__version__"]
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # offsets and records
+    "TopicPartition": "dstream_kafka.offsets",
+    "OffsetRange": "dstream_kafka.offsets",
+    "HasOffsetRanges": "dstream_kafka.offsets",
+    "CanCommitOffsets": "dstream_kafka.offsets",
+    "EARLIEST": "dstream_kafka.offsets",
+    "LATEST": "dstream_kafka.offsets",
+    "ConsumerRecord": "dstream_kafka.record",
+    # reading
+    "KafkaUtils": "dstream_kafka.kafka_utils",
+    "KafkaRDD": "dstream_kafka.kafka_rdd",
+    "LocationStrategies": "dstream_kafka.placement",
+    "LocationStrategy": "dstream_kafka.placement",
+    "PreferConsistent": "dstream_kafka.placement",
+    "PreferBrokers": "dstream_kafka.placement",
+    "PreferFixed": "dstream_kafka.placement",
+    "ConsumerStrategies": "dstream_kafka.consumer_strategy",
+    "ConsumerStrategy": "dstream_kafka.consumer_strategy",
+    "PerPartitionConfig": "dstream_kafka.rate",
+    # streaming
+    "StreamingContext": "dstream_kafka.streaming",
+    "DStream": "dstream_kafka.streaming",
+    "StreamingListener": "dstream_kafka.streaming",
+    "BatchInfo": "dstream_kafka.streaming",
+    "DirectKafkaInputDStream": "dstream_kafka.direct_stream",
+    "BatchProgress": "dstream_kafka.direct_stream",
+    # offset stores
+    "OffsetStore": "dstream_kafka.stores",
+    "OffsetStores": "dstream_kafka.stores",
+}
+
+__all__ = sorted([*_EXPORTS, "DStreamKafkaError", "errors", "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dstream_kafka' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from dstream_kafka.consumer_strategy import ConsumerStrategies, ConsumerStrategy
+    from dstream_kafka.direct_stream import BatchProgress, DirectKafkaInputDStream
+    from dstream_kafka.kafka_rdd import KafkaRDD
+    from dstream_kafka.kafka_utils import KafkaUtils
+    from dstream_kafka.offsets import (
+        EARLIEST,
+        LATEST,
+        CanCommitOffsets,
+        HasOffsetRanges,
+        OffsetRange,
+        TopicPartition,
+    )
+    from dstream_kafka.placement import (
+        LocationStrategies,
+        LocationStrategy,
+        PreferBrokers,
+        PreferConsistent,
+        PreferFixed,
+    )
+    from dstream_kafka.rate import PerPartitionConfig
+    from dstream_kafka.record import ConsumerRecord
+    from dstream_kafka.stores import OffsetStore, OffsetStores
+    from dstream_kafka.streaming import BatchInfo, DStream, StreamingContext, StreamingListener

@@ -1,67 +1,174 @@
-"""``dstream-kafka demo``: produce a synthetic stream into a local broker and show its offsets."""
+"""``dstream-kafka demo``: a running word count over a live Kafka stream, exactly once.
+
+With no arguments it starts a local broker (data kept in the cache folder), produces a steady
+stream of synthetic sentences, and runs a direct stream on ``local[2]`` Spark whose per-batch
+word counts and offsets are written to SQLite **in one transaction**. Each batch prints one
+progress line. Ctrl-C (or ``--duration``) stops gracefully: the running batch finishes and
+commits. A second run resumes from the committed offsets and keeps adding to the same totals.
+"""
 
 from __future__ import annotations
 
 import argparse
 import random
+import signal
+import sqlite3
+import threading
 import time
+from pathlib import Path
+from typing import Any
 
-__all__ = ["run_demo", "WORDS"]
+__all__ = ["run_demo", "WORDS", "demo_dir"]
 
-#: Vocabulary of the synthetic stream (word counts make a readable running total).
+#: Vocabulary of the synthetic stream.
 WORDS = ("kafka", "spark", "offset", "stream", "batch", "range", "commit", "python")
 
 
-def _sample_lines(count: int, rng: random.Random) -> list[tuple[str, str]]:
-    return [(str(i), " ".join(rng.choice(WORDS) for _ in range(4))) for i in range(count)]
+def demo_dir() -> Path:
+    """Folder of the demo's broker data and SQLite file (inside the project cache)."""
+    from dstream_kafka.services.environment import cache_dir
+
+    path = cache_dir() / "demo"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class _Producer(threading.Thread):
+    """Sends ``rate`` sentences per second until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str, rate: int) -> None:
+        super().__init__(name="demo-producer", daemon=True)
+        self.bootstrap, self.topic, self.rate = bootstrap, topic, max(rate, 1)
+        self.stop_event = threading.Event()
+        self.sent = 0
+
+    def run(self) -> None:
+        from kafka import KafkaProducer
+
+        producer = KafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=20)
+        rng = random.Random()
+        tick = 0.1
+        per_tick = max(1, round(self.rate * tick))
+        try:
+            while not self.stop_event.wait(tick):
+                for _ in range(per_tick):
+                    line = " ".join(rng.choice(WORDS) for _ in range(4))
+                    producer.send(self.topic, key=str(self.sent % 97).encode(), value=line.encode())
+                    self.sent += 1
+            producer.flush()
+        finally:
+            producer.close()
+
+
+def _ensure_topic(bootstrap: str, topic: str, partitions: int = 4) -> None:
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    except TopicAlreadyExistsError:
+        pass
+    finally:
+        admin.close()
+
+
+def _top_words(db: Path, n: int = 4) -> str:
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute("SELECT word, total FROM word_counts ORDER BY total DESC, word LIMIT ?",
+                            (n,)).fetchall()
+    except sqlite3.OperationalError:
+        rows = []
+    finally:
+        conn.close()
+    return ", ".join(f"{w} {c}" for w, c in rows)
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    """Start (or use) a broker, produce sample records and print the offsets per partition."""
-    from dstream_kafka.services.environment import cache_dir
-    from dstream_kafka.services.kafka import KafkaCluster
+    """Run the demo; returns the exit code."""
+    from pyspark import SparkContext
 
+    from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetStores
+    from dstream_kafka.services.kafka import KafkaCluster
+    from dstream_kafka.services.spark import local_spark_conf
+    from dstream_kafka.streaming import StreamingContext
+
+    folder = demo_dir()
     cluster = None
     bootstrap = args.bootstrap_servers
     if bootstrap is None:
-        # A fixed data folder, so a second demo run finds the first run's records and offsets.
-        cluster = KafkaCluster(data_dir=cache_dir() / "demo-broker")
         print("Starting a local Kafka broker ...", flush=True)
-        cluster.start()
+        cluster = KafkaCluster(data_dir=folder / "broker").start()
         bootstrap = cluster.bootstrap_servers
+    db = folder / "demo.db"
+    producer = _Producer(bootstrap, args.topic, args.rate)
+    sc = None
     try:
-        from kafka import KafkaAdminClient, KafkaProducer
-        from kafka.admin import NewTopic
-        from kafka.errors import TopicAlreadyExistsError
+        _ensure_topic(bootstrap, args.topic)
+        producer.start()
+        sc = SparkContext.getOrCreate(local_spark_conf("local[2]", "dstream_kafka-demo"))
+        sc.setLogLevel("ERROR")
+        ssc = StreamingContext(sc, args.batch_seconds)
+        params = {"bootstrap.servers": bootstrap, "group.id": args.group,
+                  "auto.offset.reset": "earliest"}
+        store = OffsetStores.sqlite(db)
+        stream = KafkaUtils.createDirectStream(
+            ssc, LocationStrategies.PreferConsistent,
+            ConsumerStrategies.Subscribe([args.topic], params), offsetStore=store)
+        counts = (stream.flatMap(lambda record: record.value.decode("utf-8").split())
+                  .map(lambda word: (word, 1))
+                  .reduceByKey(lambda a, b: a + b))
 
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        def save(batch_time: Any, rdd: Any) -> None:
+            rows = rdd.collect()
+            # Results and offsets commit together: a crash never counts a record twice.
+            with stream.transaction(batch_time) as tx:
+                tx.execute("CREATE TABLE IF NOT EXISTS word_counts "
+                           "(word TEXT PRIMARY KEY, total INTEGER NOT NULL)")
+                tx.executemany("INSERT INTO word_counts VALUES (?, ?) ON CONFLICT(word) "
+                               "DO UPDATE SET total = total + excluded.total", rows)
+
+        counts.foreachRDD(save)
+        processed = [0]
+
+        def show(progress: Any) -> None:
+            processed[0] += progress.numRecords
+            behind = sum(progress.offsetsBehindLatest.values())
+            print(f"batch {time.strftime('%H:%M:%S', time.localtime(progress.batchTime / 1000))}"
+                  f"  records {progress.numRecords:6d}  partitions {len(progress.ranges)}"
+                  f"  processing {progress.processingDelay or 0:5d} ms"
+                  f"  scheduling {progress.schedulingDelay or 0:4d} ms  behind {behind:5d}"
+                  f"  | totals: {_top_words(db)}", flush=True)
+
+        stream.addProgressListener(show)
+        stored = store.load(args.group, [args.topic])
+        where = ("from the committed offsets " + ", ".join(
+            f"p{tp.partition}@{off}" for tp, off in sorted(stored.items()))) if stored else "from the beginning"
+        print(f"Reading {args.topic} at {bootstrap} {where}; offsets and counts in {db}.")
+        print("Press Ctrl-C to stop gracefully; run the demo again to resume.", flush=True)
+        ssc.start()
+        stop_requested = threading.Event()
+        previous = signal.signal(signal.SIGINT, lambda *_: stop_requested.set())
+        deadline = time.monotonic() + args.duration if args.duration else None
         try:
-            admin.create_topics([NewTopic(args.topic, 4, 1)])
-        except TopicAlreadyExistsError:
-            pass
+            while not ssc.awaitTerminationOrTimeout(0.2):
+                if stop_requested.is_set() or (deadline is not None and time.monotonic() > deadline):
+                    break
         finally:
-            admin.close()
-        producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
-        rng = random.Random(time.time())
-        count = max(args.rate, 1) * 5
-        for key, line in _sample_lines(count, rng):
-            producer.send(args.topic, key=key.encode(), value=line.encode())
-        producer.flush()
-        producer.close()
-        from kafka import KafkaConsumer
-
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap)
-        parts = consumer.partitions_for_topic(args.topic) or set()
-        from kafka import TopicPartition
-
-        tps = [TopicPartition(args.topic, p) for p in sorted(parts)]
-        ends = consumer.end_offsets(tps)
-        starts = consumer.beginning_offsets(tps)
-        consumer.close()
-        print(f"Produced {count} records to {args.topic} at {bootstrap}")
-        for tp in tps:
-            print(f"  partition {tp.partition}: offsets [{starts[tp]}, {ends[tp]})")
+            signal.signal(signal.SIGINT, previous)
+        print("Stopping gracefully (finishing the running batch) ...", flush=True)
+        producer.stop_event.set()
+        ssc.stop(stopSparkContext=False, stopGraceFully=True)
+        final = OffsetStores.sqlite(db).load(args.group, [args.topic])
+        print(f"Processed {processed[0]} records this run; committed offsets: "
+              + ", ".join(f"p{tp.partition}={off}" for tp, off in sorted(final.items())))
+        print(f"Totals: {_top_words(db, len(WORDS))}")
         return 0
     finally:
+        producer.stop_event.set()
+        if sc is not None:
+            sc.stop()
         if cluster is not None:
             cluster.stop()

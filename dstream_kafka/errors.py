@@ -23,6 +23,8 @@ Hierarchy::
     │   ├── OffsetFencedError                    a commit that does not continue the stored offsets
     │   └── CorruptCheckpointError               unreadable or truncated checkpoint files
     ├── StreamingStateError (RuntimeError)       a StreamingContext used in the wrong state
+    ├── ReceiverStreamNotSupportedError          0-8 createStream (use createDirectStream)
+    │                     (NotImplementedError)
     └── ServiceError (RuntimeError)              local services (broker, databases) failed to start
         └── ServiceAlreadyRunningError           a second start while one is running
 """
@@ -46,6 +48,7 @@ __all__ = [
     "OffsetFencedError",
     "CorruptCheckpointError",
     "StreamingStateError",
+    "ReceiverStreamNotSupportedError",
     "ServiceError",
     "ServiceAlreadyRunningError",
 ]
@@ -113,6 +116,11 @@ class CorruptCheckpointError(OffsetStoreError):
 
 class StreamingStateError(DStreamKafkaError, RuntimeError):
     """A StreamingContext or DStream used in a state that does not allow the call."""
+
+
+class ReceiverStreamNotSupportedError(DStreamKafkaError, NotImplementedError):
+    """``KafkaUtils.createStream`` (the 0-8 ZooKeeper receiver) has no equivalent; the message
+    names ``createDirectStream``, which replaces it."""
 
 
 class ServiceError(DStreamKafkaError, RuntimeError):

@@ -20,6 +20,7 @@ from dstream_kafka.errors import ConfigurationError, InvalidOffsetRangeError, Of
 __all__ = [
     "EARLIEST",
     "LATEST",
+    "CanCommitOffsets",
     "HasOffsetRanges",
     "OffsetRange",
     "TopicPartition",
@@ -287,6 +288,19 @@ class HasOffsetRanges(Protocol):
 
     def offsetRanges(self) -> list[OffsetRange]:
         """Return the offset ranges, one per RDD partition, in partition order."""
+        ...
+
+
+@runtime_checkable
+class CanCommitOffsets(Protocol):
+    """**Protocol**: a stream that can commit offset ranges to Kafka (Spark's trait).
+
+    ``commitAsync`` only queues (thread-safe, never blocks); the queue is committed after the
+    current batch's output operations finished.
+    """
+
+    def commitAsync(self, offsetRanges: Any, callback: Any = None) -> None:
+        """Queue ``offsetRanges`` for commit; ``callback(offsets, error)`` reports the result."""
         ...
 
 

@@ -26,6 +26,9 @@ def kafka() -> Iterator["KafkaCluster"]:  # noqa: F821
     cluster = KafkaCluster(brokers=1)
     cluster.start()
     yield cluster
+    from dstream_kafka.offset_reader import close_offset_readers
+
+    close_offset_readers()  # pooled driver clients would log connection errors after the stop
     cluster.stop()
 
 

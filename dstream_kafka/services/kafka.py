@@ -387,6 +387,10 @@ class KafkaCluster:
 
         self.admin().create_partitions({name: NewPartitions(total)}, timeout_ms=int(timeout * 1000))
         self.wait_for_partitions(name, total, timeout)
+        # The cached producer's metadata does not know the new partitions yet.
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            producer.close(timeout=5)
 
     def delete_topic(self, name: str) -> None:
         self.admin().delete_topics([name])

@@ -1,0 +1,267 @@
+"""``KafkaUtils``: the public entry points, named as in Spark's kafka010 ``KafkaUtils``.
+
+Everything that can be checked on the driver is checked before an RDD exists, so bad input
+fails with one clear error and no Spark job runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dstream_kafka.errors import ConfigurationError, DataLossError
+from dstream_kafka.kafka_params import fix_kafka_params
+from dstream_kafka.kafka_rdd import (
+    KafkaRDD,
+    executor_locations,
+    preferred_locations_for,
+    read_settings,
+)
+from dstream_kafka.offset_reader import offset_reader
+from dstream_kafka.offset_resolution import normalize_options, resolve_offset_ranges
+from dstream_kafka.offsets import OffsetRange
+from dstream_kafka.placement import (
+    LocationStrategy,
+    PreferBrokers,
+    PreferConsistent,
+    executor_location_string,
+    preferred_hosts_for,
+)
+from dstream_kafka.range_calculator import split_ranges
+
+__all__ = ["KafkaUtils"]
+
+log = logging.getLogger(__name__)
+
+
+def _check_context(sc: Any) -> None:
+    if getattr(sc, "_jsc", None) is None:
+        raise ConfigurationError(
+            f"sc must be an active SparkContext, got {type(sc).__name__}; "
+            "use SparkContext.getOrCreate()"
+        )
+
+
+def _check_strategy(strategy: Any, ranges: Sequence[OffsetRange]) -> dict:
+    if not isinstance(strategy, LocationStrategy):
+        raise ConfigurationError(
+            "locationStrategy must be one of LocationStrategies.PreferConsistent, PreferBrokers or "
+            f"PreferFixed(hostMap), got {strategy!r}"
+        )
+    # PreferBrokers raises here with Spark's explanation: no driver consumer to ask.
+    return preferred_hosts_for(strategy, [r.topicPartition() for r in ranges])
+
+
+def _validate_against_cluster(
+    kafkaParams: Mapping[str, Any], ranges: Sequence[OffsetRange]
+) -> None:
+    """Unknown topics/partitions, and starts already deleted from the log, fail here."""
+    tps = sorted({r.topicPartition() for r in ranges})
+    if not tps:
+        return
+    with offset_reader(kafkaParams) as reader:
+        reader.check_partitions(tps)
+        reading = sorted({r.topicPartition() for r in ranges if r.count() > 0})
+        earliest = reader.earliest(reading)
+    for r in ranges:
+        start = earliest.get(r.topicPartition())
+        if r.count() > 0 and start is not None and r.fromOffset < start:
+            raise DataLossError(
+                f"{r} starts below the earliest offset still in Kafka ({start}) for topic "
+                f"{r.topic} partition {r.partition}: records "
+                f"[{r.fromOffset}, {min(start, r.untilOffset)}) "
+                "were removed (retention or delete-records); start the range at "
+                f"{start} or later"
+            )
+
+
+class KafkaUtils:
+    """Factory functions for Kafka RDDs (and, later, direct streams).
+
+    Examples
+    --------
+    >>> rdd = KafkaUtils.createRDD(sc, {"bootstrap.servers": "localhost:9092",  # doctest: +SKIP
+    ...                                 "group.id": "app"},
+    ...                            [OffsetRange("events", 0, 0, 100)])
+    >>> rdd.count()                                                  # doctest: +SKIP
+    100
+    """
+
+    def __init__(self) -> None:
+        raise TypeError("KafkaUtils is a namespace of static methods")
+
+    @staticmethod
+    def createRDD(
+        sc: Any,
+        kafkaParams: Mapping[str, Any],
+        offsetRanges: Sequence[OffsetRange],
+        locationStrategy: LocationStrategy = PreferConsistent,
+    ) -> KafkaRDD:
+        """Create an RDD of :class:`~dstream_kafka.record.ConsumerRecord` for exact offset ranges.
+
+        Partition ``i`` reads ``offsetRanges[i]`` (``fromOffset`` inclusive, ``untilOffset``
+        exclusive); ``rdd.offsetRanges()`` returns a copy of the list. As Spark's
+        ``createRDD``, the executor parameters go through ``fix_kafka_params`` and reads
+        always use the executor consumer cache (``spark.streaming.kafka.consumer.cache.enabled``
+        applies to direct streams only).
+
+        Before any job runs this checks the ranges' types, the location strategy, the Kafka
+        parameters and deserializers, that every topic partition exists, and that no
+        non-empty range starts below the earliest offset still in the log. Reading past the
+        end of the log is detected by the executors (data may still arrive): it fails after
+        ``spark.streaming.kafka.consumer.poll.ms``.
+
+        Parameters
+        ----------
+        sc : SparkContext
+        kafkaParams : mapping
+            Kafka consumer parameters, Java (``bootstrap.servers``) or kafka-python
+            (``bootstrap_servers``) spelling; ``bootstrap.servers`` is required.
+        offsetRanges : sequence of OffsetRange
+        locationStrategy : LocationStrategy
+            ``PreferConsistent`` (default) or ``PreferFixed(hostMap)``. ``PreferBrokers`` is
+            rejected: a single RDD has no driver consumer to look leaders up with.
+
+        Raises
+        ------
+        ConfigurationError
+            Bad ranges, strategy or parameters (subclasses name the problem).
+        UnknownTopicPartitionError
+            A topic or partition that does not exist.
+        DataLossError
+            A range starting below the log start offset.
+        """
+        _check_context(sc)
+        if isinstance(offsetRanges, (str, bytes)) or not isinstance(offsetRanges, Sequence):
+            raise ConfigurationError(
+                f"offsetRanges must be a list of OffsetRange, got {type(offsetRanges).__name__}"
+            )
+        ranges = list(offsetRanges)  # OffsetRange is immutable, so copying the list clones them
+        for r in ranges:
+            if not isinstance(r, OffsetRange):
+                raise ConfigurationError(
+                    f"offsetRanges must hold OffsetRange objects, got {r!r}; build them with "
+                    "OffsetRange.create(topic, partition, fromOffset, untilOffset)"
+                )
+        hosts = _check_strategy(locationStrategy, ranges)
+        executor_params = fix_kafka_params(kafkaParams)
+        _validate_against_cluster(kafkaParams, ranges)
+        settings = read_settings(sc, executor_params, use_cache=True)
+        locations = preferred_locations_for(sc, ranges, hosts)
+        return KafkaRDD(sc, executor_params, ranges, locations, settings)
+
+    @staticmethod
+    def createRDDFromOptions(
+        sc: Any,
+        kafkaParams: Mapping[str, Any],
+        options: Mapping[str, Any] | None = None,
+        locationStrategy: LocationStrategy = PreferConsistent,
+        **moreOptions: Any,
+    ) -> KafkaRDD:
+        """Create an RDD from Structured Streaming's batch options (offsets resolved now).
+
+        Options (case-insensitive, from ``options`` and keyword arguments): exactly one of
+        ``assign`` (JSON ``{"t":[0,1]}`` or a list of topic partitions), ``subscribe``
+        (comma-separated or a list) or ``subscribePattern`` (regex, partial match);
+        ``startingOffsets`` (``earliest`` by default, or JSON ``{"t":{"0":23}}`` with -2 =
+        earliest), ``endingOffsets`` (``latest`` by default, or JSON with -1 = latest),
+        ``startingOffsetsByTimestamp`` / ``endingOffsetsByTimestamp`` (JSON of ms),
+        ``startingTimestamp`` / ``endingTimestamp`` (one ms value for all partitions),
+        ``startingOffsetsByTimestampStrategy`` (``error`` or ``latest``), ``failOnDataLoss``
+        (true), ``minPartitions`` / ``maxRecordsPerPartition`` (Spark's range splitting) and
+        ``kafkaConsumer.pollTimeoutMs``.
+
+        Empty ranges are left out, as in Structured Streaming. Split pieces get no preferred
+        location, so they spread over all executors; unsplit ranges are placed by
+        ``locationStrategy`` (``PreferBrokers`` works here: the leaders come from the driver
+        consumer that resolved the offsets). With ``failOnDataLoss=False`` ranges no longer in Kafka are
+        reported by ``rdd.lostOffsetRanges()`` and a warning.
+
+        Raises
+        ------
+        ConfigurationError, UnknownTopicPartitionError, DataLossError
+            See :func:`~dstream_kafka.offset_resolution.resolve_offset_ranges`.
+        """
+        _check_context(sc)
+        opts = normalize_options({**(options or {}), **moreOptions})
+        executor_params = fix_kafka_params(kafkaParams)
+        min_partitions = opts.get("minPartitions")
+        max_records = opts.get("maxRecordsPerPartition")
+        # Option errors surface before any broker round trip.
+        split_ranges([], min_partitions, max_records)
+        poll_ms = opts.get("kafkaConsumer.pollTimeoutMs")
+        if poll_ms is not None:
+            try:
+                poll_ms = int(poll_ms)
+            except (TypeError, ValueError):
+                raise ConfigurationError(
+                    f"kafkaConsumer.pollTimeoutMs must be a whole number, got {poll_ms!r}"
+                ) from None
+        if locationStrategy is not PreferBrokers:
+            _check_strategy(locationStrategy, [])
+        resolution = resolve_offset_ranges(kafkaParams, opts)
+        if locationStrategy is PreferBrokers:
+            # Unlike createRDD, there is a driver consumer here to look leaders up with.
+            hosts = dict(resolution.leaders)
+        else:
+            hosts = _check_strategy(locationStrategy, resolution.ranges)
+        executors = executor_locations(sc)
+        non_empty = [r for r in resolution.ranges if r.count() > 0]
+        planned = split_ranges(
+            non_empty, min_partitions, max_records, [executor_location_string(e) for e in executors]
+        )
+        ranges = [p.range for p in planned]
+        if ranges == non_empty:
+            locations = preferred_locations_for(sc, ranges, hosts, executors)
+        else:
+            locations = [None] * len(ranges)
+        settings = read_settings(sc, executor_params, use_cache=True, poll_timeout_ms=poll_ms)
+        rdd = KafkaRDD(sc, executor_params, ranges, locations, settings)
+        rdd._lost_ranges = list(resolution.lost)
+        return rdd
+
+    @staticmethod
+    def createDirectStream(ssc: Any, locationStrategy: LocationStrategy, consumerStrategy: Any,
+                           perPartitionConfig: Any = None, *, offsetStore: Any = None,
+                           maxOffsetsPerTrigger: int | None = None,
+                           failOnDataLoss: bool = True) -> Any:
+        """Create a direct stream: one :class:`KafkaRDD` per batch, one partition per Kafka partition.
+
+        Each batch reads ``[committed offset, latest offset)`` of every partition the consumer
+        strategy yields, limited by ``spark.streaming.kafka.maxRatePerPartition``, backpressure
+        and ``maxOffsetsPerTrigger``. Offsets are committed only after the batch's output
+        operations finished: to ``offsetStore`` when one is given, and to Kafka through
+        ``stream.commitAsync(ranges)``.
+
+        Parameters
+        ----------
+        ssc : dstream_kafka.streaming.StreamingContext
+        locationStrategy : LocationStrategy
+            ``LocationStrategies.PreferConsistent`` in most cases.
+        consumerStrategy : ConsumerStrategy
+            ``ConsumerStrategies.Subscribe``, ``SubscribePattern`` or ``Assign``.
+        perPartitionConfig : PerPartitionConfig, optional
+            Per-partition max/min rates; defaults to the ``spark.streaming.kafka.*`` keys.
+        offsetStore : OffsetStore, optional
+            Where committed offsets live (``OffsetStores.checkpoint/kafka/sqlite/postgres/
+            zookeeper``). Without one, a context with ``ssc.checkpoint(dir)`` keeps offsets in
+            that folder's offsets log; otherwise the stream starts from the consumer group's
+            committed offsets or ``auto.offset.reset``.
+        maxOffsetsPerTrigger : int, optional
+            Structured Streaming's cap on records per batch, shared by lag.
+        failOnDataLoss : bool
+            True: stored offsets that fell out of retention stop the stream with an error.
+            False: continue at the earliest offset and record the lost range in the store.
+
+        Returns
+        -------
+        DirectKafkaInputDStream
+            Its batch RDDs have ``offsetRanges()``; the stream has ``commitAsync``,
+            ``transaction(batch_time)``, ``lastProgress`` and ``recentProgress``.
+        """
+        from dstream_kafka.direct_stream import DirectKafkaInputDStream
+
+        return DirectKafkaInputDStream(ssc, locationStrategy, consumerStrategy, perPartitionConfig,
+                                       offsetStore=offsetStore, maxOffsetsPerTrigger=maxOffsetsPerTrigger,
+                                       failOnDataLoss=failOnDataLoss)
