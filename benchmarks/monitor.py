@@ -1,0 +1,176 @@
+"""CPU and memory of a contender's process tree, and the facts about the machine.
+
+Peak memory is sampled (every 100 ms) over the whole tree of the contender's process and split
+into the *driver* side (the root process and any JVM it starts: Spark's driver and, in local
+mode, its executors) and the *workers* (every other Python process: PySpark's daemon and
+workers, or a raw loop's reader processes). CPU seconds come from the contender itself for its
+timed region when it can tell them (:func:`tree_cpu_seconds`), otherwise from ``wait4`` over the
+whole process lifetime, which the report marks.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["TreeSampler", "tree_cpu_seconds", "machine_facts", "Usage"]
+
+
+@dataclass
+class Usage:
+    """What :class:`TreeSampler` saw: peak resident memory per side, in MiB."""
+
+    peak_rss_driver_mb: float = 0.0
+    peak_rss_workers_mb: float = 0.0
+    peak_rss_total_mb: float = 0.0
+    max_processes: int = 0
+    samples: int = 0
+    names: set[str] = field(default_factory=set)
+
+
+def _tree(root: Any) -> list[Any]:
+    import psutil
+
+    try:
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _is_driver(proc: Any, root_pid: int) -> bool:
+    import psutil
+
+    if proc.pid == root_pid:
+        return True
+    try:
+        return proc.name().startswith("java")
+    except psutil.Error:
+        return False
+
+
+class TreeSampler:
+    """Sample the RSS of ``pid`` and all its descendants on a background thread.
+
+    Parameters
+    ----------
+    pid : int
+        Root of the tree (the contender's process).
+    interval : float
+        Seconds between samples.
+    """
+
+    def __init__(self, pid: int, interval: float = 0.1) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.usage = Usage()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"sampler-{pid}", daemon=True)
+
+    def __enter__(self) -> "TreeSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        import psutil
+
+        try:
+            root = psutil.Process(self.pid)
+        except psutil.Error:
+            return
+        while not self._stop.is_set():
+            driver = workers = 0
+            procs = _tree(root)
+            if not procs:
+                break
+            for proc in procs:
+                try:
+                    rss = proc.memory_info().rss
+                    self.usage.names.add(proc.name())
+                except psutil.Error:
+                    continue
+                if _is_driver(proc, self.pid):
+                    driver += rss
+                else:
+                    workers += rss
+            u = self.usage
+            u.samples += 1
+            u.max_processes = max(u.max_processes, len(procs))
+            u.peak_rss_driver_mb = max(u.peak_rss_driver_mb, driver / 2**20)
+            u.peak_rss_workers_mb = max(u.peak_rss_workers_mb, workers / 2**20)
+            u.peak_rss_total_mb = max(u.peak_rss_total_mb, (driver + workers) / 2**20)
+            self._stop.wait(self.interval)
+
+
+def tree_cpu_seconds(pid: int | None = None) -> float:
+    """Return user+system CPU seconds of ``pid`` (default: this process) and its live descendants.
+
+    Includes the CPU of children that were already reaped (``children_user``), so calling it at
+    the start and end of a timed region and subtracting gives the tree's CPU for that region as
+    long as no descendant exits unreaped inside it.
+    """
+    import psutil
+
+    root = psutil.Process(pid or os.getpid())
+    total = 0.0
+    for proc in _tree(root):
+        try:
+            t = proc.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def machine_facts() -> dict[str, Any]:
+    """Return the machine and versions the run was measured on."""
+    import psutil
+
+    facts: dict[str, Any] = {
+        "nproc": os.cpu_count(),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "load_average_at_start": os.getloadavg(),
+        "platform": platform.platform(),
+        "cpu": _cpu_model(),
+        "python": sys.version.split()[0],
+    }
+    for module in ("pyspark", "kafka", "confluent_kafka", "psutil", "psycopg2", "crc32c"):
+        try:
+            mod = __import__(module)
+            version = getattr(mod, "__version__", None)
+            if module == "confluent_kafka":
+                version = f"{mod.version()[0]} (librdkafka {mod.libversion()[0]})"
+            facts[f"{module}_version"] = version
+        except Exception:
+            facts[f"{module}_version"] = None
+    try:
+        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30)
+        facts["java"] = (out.stderr or out.stdout).splitlines()[0]
+    except Exception:
+        facts["java"] = None
+    return facts
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def wall() -> float:
+    """A monotonic clock in seconds (one place to change it)."""
+    return time.perf_counter()
