@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 from dstream_kafka.consumer_strategy import ConsumerStrategy, seek_back
 from dstream_kafka.errors import ConfigurationError, DataLossError, OffsetCommitError, PartitionsRevokedError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
-from dstream_kafka.placement import LocationStrategy, PreferBrokers, PreferConsistent
+from dstream_kafka.placement import LocationStrategy, PreferBrokers
 from dstream_kafka.rate import (
     DefaultPerPartitionConfig,
     PerPartitionConfig,

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
