@@ -15,7 +15,8 @@ cache lives in each worker. The rules are Spark's:
   Spark's does).
 
 Beyond Spark, a cached consumer built from different Kafka parameters than requested (its
-fingerprint differs) is replaced, and a consumer whose read failed is discarded on release.
+fingerprint differs) or another client library (``spark.streaming.kafka.consumer.backend``)
+is replaced, and a consumer whose read failed is discarded on release.
 ``initialCapacity`` and ``loadFactor`` are accepted and validated for compatibility; Python
 dicts size themselves. All functions are thread-safe. Counters of this process are read with
 :func:`stats`.
@@ -30,6 +31,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from dstream_kafka.backends import DEFAULT_BACKEND
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.internal_consumer import (
     COUNTERS,
@@ -150,6 +152,12 @@ def _close_all(consumers: list[InternalKafkaConsumer]) -> None:
         consumer.close()
 
 
+def _new(
+    key: CacheKey, kafka_config: Mapping[str, Any], fingerprint: str, backend: str
+) -> InternalKafkaConsumer:
+    return InternalKafkaConsumer(key, kafka_config, fingerprint, backend)
+
+
 def acquire(
     key: CacheKey,
     kafka_config: Mapping[str, Any],
@@ -158,6 +166,7 @@ def acquire(
     settings: CacheSettings | None = None,
     use_cache: bool = True,
     attempt_number: int | None = None,
+    backend: str = DEFAULT_BACKEND,
 ) -> KafkaDataConsumer:
     """Return a consumer for ``key``, cached when the rules allow (module docstring).
 
@@ -174,6 +183,9 @@ def acquire(
         False reads with an uncached consumer (Spark does so for checkpoint-restored RDDs).
     attempt_number : int, optional
         Task attempt; read from ``TaskContext`` when omitted (0 outside a task).
+    backend : str
+        Client library of the consumer (``kafka-python`` or ``confluent-kafka``); a cached
+        consumer of another backend is replaced.
     """
     global _max_capacity
     settings = (settings or CacheSettings()).validated()
@@ -182,7 +194,11 @@ def acquire(
     with _lock:
         _max_capacity = settings.maxCapacity
         existing = _cache.get(key)
-        if existing is not None and existing.fingerprint != fingerprint and not existing.in_use:
+        if (
+            existing is not None
+            and (existing.fingerprint != fingerprint or existing.backend != backend)
+            and not existing.in_use
+        ):
             del _cache[key]
             to_close.append(existing)
             existing = None
@@ -195,14 +211,14 @@ def acquire(
                     del _cache[key]
                     to_close.append(existing)
             log.debug("Reattempt detected, invalidated cached consumer for %s", key)
-            handle = KafkaDataConsumer(InternalKafkaConsumer(key, kafka_config, fingerprint), False)
+            handle = KafkaDataConsumer(_new(key, kafka_config, fingerprint, backend), False)
             bump("misses")
         elif not use_cache:
-            handle = KafkaDataConsumer(InternalKafkaConsumer(key, kafka_config, fingerprint), False)
+            handle = KafkaDataConsumer(_new(key, kafka_config, fingerprint, backend), False)
             bump("misses")
         elif existing is None:
             # The client inside is created lazily by its first read, outside this lock.
-            internal = InternalKafkaConsumer(key, kafka_config, fingerprint)
+            internal = _new(key, kafka_config, fingerprint, backend)
             internal.in_use = True
             _cache[key] = internal
             to_close.extend(_evict_locked())
@@ -210,7 +226,7 @@ def acquire(
             bump("misses")
         elif existing.in_use:
             # Never share: another task or thread is reading this partition right now.
-            handle = KafkaDataConsumer(InternalKafkaConsumer(key, kafka_config, fingerprint), False)
+            handle = KafkaDataConsumer(_new(key, kafka_config, fingerprint, backend), False)
             bump("misses")
         else:
             existing.in_use = True

@@ -1,8 +1,10 @@
-"""One kafka-python consumer assigned to one topic partition, read by offset (executor side).
+"""One consumer assigned to one topic partition, read by offset (executor side).
 
-This is Spark's ``InternalKafkaConsumer`` plus the two ``KafkaRDD`` iterators. Records come
-back in offset order from a buffer filled by ``poll``; a read that continues where the last
-one stopped uses the buffer and the client's prefetched data without seeking, and any jump
+This is Spark's ``InternalKafkaConsumer`` plus the two ``KafkaRDD`` iterators, written once
+over a small client interface (:mod:`dstream_kafka.backends`: kafka-python by default,
+confluent-kafka with ``spark.streaming.kafka.consumer.backend``). Records come back in offset
+order from a buffer filled by the client's fetch; a read that continues where the last one
+stopped uses the buffer and the client's prefetched data without seeking, and any jump
 seeks. Two iteration modes:
 
 * strict (the default): every offset in ``[from, until)`` must come back, in order, else
@@ -10,9 +12,10 @@ seeks. Two iteration modes:
   :class:`~dstream_kafka.errors.FetchTimeoutError` with Spark's texts;
 * non-consecutive (``spark.streaming.kafka.allowNonConsecutiveOffsets``): gaps from
   compaction, aborted transactions and transaction markers are skipped. The end of the
-  range is found from the consumer position, which kafka-python moves past control batches
-  and aborted batches, so a range that ends inside a gap finishes at once instead of waiting
-  for a record that never comes (Spark's limitation, apache/hudi#8258).
+  range is found from the consumer position, which both backends move past control batches
+  and aborted batches (kafka-python's position; librdkafka's end-of-partition offset), so a
+  range that ends inside a gap finishes at once instead of waiting for a record that never
+  comes (Spark's limitation, apache/hudi#8258).
 
 Instances are not thread-safe; :mod:`dstream_kafka.consumer_cache` hands each to one user
 at a time. Process-wide counters (creations, seeks, polls, records) are thread-safe.
@@ -26,6 +29,12 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
+from dstream_kafka.backends import (
+    DEFAULT_BACKEND,
+    ConsumerBackend,
+    OffsetOutOfRange,
+    create_backend,
+)
 from dstream_kafka.errors import DataLossError, FetchTimeoutError, KafkaReadError, WrongOffsetError
 from dstream_kafka.record import ConsumerRecord
 
@@ -82,48 +91,36 @@ class CacheKey(NamedTuple):
         return f"{self.groupId} {self.topic}-{self.partition}"
 
 
-def _to_record(r: Any) -> ConsumerRecord:
-    # tuple.__new__ skips the NamedTuple constructor's argument handling: this runs per record.
-    return tuple.__new__(
-        ConsumerRecord,
-        (
-            r.topic,
-            r.partition,
-            r.offset,
-            r.timestamp,
-            r.timestamp_type,
-            r.key,
-            r.value,
-            tuple(r.headers) if r.headers else (),
-        ),
-    )
-
-
 class InternalKafkaConsumer:
-    """A kafka-python ``KafkaConsumer`` assigned to ``key``'s partition, created on first use.
+    """A client of ``backend`` assigned to ``key``'s partition, created on first use.
 
     Parameters
     ----------
     key : CacheKey
     config : mapping
         ``kafka.KafkaConsumer`` keyword arguments from
-        :func:`~dstream_kafka.kafka_params.fix_kafka_params`. The client gets no
-        ``group_id``: it only reads assigned partitions and never commits, and with a group id
-        kafka-python would look up the group coordinator on every poll. The executor group
-        id stays the cache key and appears in every error message.
+        :func:`~dstream_kafka.kafka_params.fix_kafka_params` (the confluent-kafka backend
+        translates them to librdkafka settings). The executor group id stays the cache key and
+        appears in every error message.
     fingerprint : str
         Identity of ``config`` (see :func:`~dstream_kafka.kafka_params.params_fingerprint`).
+    backend : str
+        ``kafka-python`` (default) or ``confluent-kafka`` (see :mod:`dstream_kafka.backends`).
     """
 
-    def __init__(self, key: CacheKey, config: Mapping[str, Any], fingerprint: str = "") -> None:
-        from kafka import TopicPartition as KafkaTopicPartition
-
+    def __init__(
+        self,
+        key: CacheKey,
+        config: Mapping[str, Any],
+        fingerprint: str = "",
+        backend: str = DEFAULT_BACKEND,
+    ) -> None:
         self.key = key
         self.fingerprint = fingerprint
-        self.topic_partition = KafkaTopicPartition(key.topic, key.partition)
+        self.backend = backend
         self._config = dict(config)
-        self._consumer: Any = None
-        self._buffer: list[Any] = []
+        self._consumer: ConsumerBackend | None = None
+        self._buffer: list[ConsumerRecord] = []
         self._index = 0
         # Offset a read may start at without seeking: the client and buffer continue there.
         self._next_offset = -1
@@ -132,7 +129,10 @@ class InternalKafkaConsumer:
         self.closed = False
 
     def __repr__(self) -> str:
-        return f"InternalKafkaConsumer({self.key}, next_offset={self._next_offset})"
+        return (
+            f"InternalKafkaConsumer({self.key}, next_offset={self._next_offset}, "
+            f"backend={self.backend})"
+        )
 
     @property
     def next_offset(self) -> int:
@@ -142,23 +142,13 @@ class InternalKafkaConsumer:
     def _tp_text(self) -> str:
         return f"{self.key.topic}-{self.key.partition}"
 
-    def _client(self) -> Any:
+    def _client(self) -> ConsumerBackend:
         if self.closed:
             raise KafkaReadError(f"Consumer for {self.key} is closed")
         if self._consumer is None:
-            from kafka import KafkaConsumer
-            from kafka.serializer import DeserializeWrapper, Deserializer
-
-            config = dict(self._config)
-            config["group_id"] = None
-            for name in ("key_deserializer", "value_deserializer"):
-                # Wrapped here so kafka-python does not warn about plain callables.
-                decode = config.get(name)
-                if decode is not None and not isinstance(decode, Deserializer):
-                    config[name] = DeserializeWrapper(decode)
-            consumer = KafkaConsumer(**config)
-            consumer.assign([self.topic_partition])
-            self._consumer = consumer
+            self._consumer = create_backend(
+                self.backend, self.key.topic, self.key.partition, self._config
+            )
             bump("creations")
         return self._consumer
 
@@ -172,14 +162,14 @@ class InternalKafkaConsumer:
         if consumer is not None:
             bump("closes")
             try:
-                consumer.close(autocommit=False, timeout_ms=5000)
+                consumer.close()
             except Exception:  # closing is best effort; the task result does not depend on it
                 log.debug("Error closing consumer for %s", self.key, exc_info=True)
 
     # -- buffer ------------------------------------------------------------------------------
 
     def _seek(self, offset: int) -> None:
-        self._client().seek(self.topic_partition, offset)
+        self._client().seek(offset)
         self._buffer = []
         self._index = 0
         self._next_offset = offset
@@ -190,19 +180,17 @@ class InternalKafkaConsumer:
 
         Without ``stop_at`` this waits up to ``timeout_ms`` for records. With it, the wait is
         cut into short polls and ends early once the consumer position reaches ``stop_at``:
-        kafka-python's ``poll`` keeps waiting when a fetch held only control or aborted
-        batches, even though the position has already moved past them.
+        a client's fetch keeps waiting when it held only control or aborted batches, even
+        though the position has already moved past them.
         """
-        from kafka.errors import OffsetOutOfRangeError
-
         consumer = self._client()
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             remaining = max(0, int((deadline - time.monotonic()) * 1000))
             wait = remaining if stop_at is None else min(remaining, _POLL_SLICE_MS)
             try:
-                batch = consumer.poll(timeout_ms=wait).get(self.topic_partition, [])
-            except OffsetOutOfRangeError:
+                batch = consumer.fetch(wait)
+            except OffsetOutOfRange:
                 raise self._out_of_range(offset) from None
             bump("polls")
             self._buffer = batch
@@ -213,15 +201,11 @@ class InternalKafkaConsumer:
                 return False
 
     def _position(self) -> int:
-        position = self._client().position(self.topic_partition, timeout_ms=5000)
-        return -1 if position is None else position
+        return self._client().position()
 
     def _out_of_range(self, offset: int) -> KafkaReadError | DataLossError:
-        consumer = self._client()
-        tp = self.topic_partition
         try:
-            earliest = consumer.beginning_offsets([tp], timeout_ms=10000)[tp]
-            latest = consumer.end_offsets([tp], timeout_ms=10000)[tp]
+            earliest, latest = self._client().watermarks(10000)
         except Exception:
             earliest = latest = None
         if earliest is not None and offset < earliest:
@@ -259,9 +243,9 @@ class InternalKafkaConsumer:
             self.marked_for_close = True
             raise
         self._next_offset = offset + 1
-        return _to_record(record)
+        return record
 
-    def _next_strict(self, offset: int, timeout_ms: int) -> Any:
+    def _next_strict(self, offset: int, timeout_ms: int) -> ConsumerRecord:
         if self._index >= len(self._buffer):
             self._fill_strict(offset, timeout_ms)
         record = self._buffer[self._index]
@@ -343,7 +327,7 @@ class InternalKafkaConsumer:
                     self._index = index
                     self._next_offset = expected
                     done += 1
-                    yield _to_record(record)
+                    yield record
         finally:
             bump("records", done)
 
@@ -371,7 +355,7 @@ class InternalKafkaConsumer:
                 self._index += 1
                 self._next_offset = record.offset + 1
                 done += 1
-                yield _to_record(record)
+                yield record
             self._next_offset = until
         finally:
             bump("records", done)

@@ -19,6 +19,7 @@ from typing import Any, Callable, NamedTuple
 from pyspark.core.rdd import PipelinedRDD, RDD
 from pyspark.serializers import CPickleSerializer
 
+from dstream_kafka.backends import DEFAULT_BACKEND, check_backend
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.consumer_cache import CacheKey, CacheSettings, acquire
 from dstream_kafka.errors import ConfigurationError
@@ -58,6 +59,9 @@ class ReadSettings(NamedTuple):
     cache : CacheSettings
     fingerprint : str
         Digest of the Kafka parameters (cached consumers built from others are replaced).
+    backend : str
+        ``spark.streaming.kafka.consumer.backend``: the executor client library,
+        ``kafka-python`` (default) or ``confluent-kafka``.
     """
 
     groupId: str
@@ -66,6 +70,7 @@ class ReadSettings(NamedTuple):
     useCache: bool = True
     cache: CacheSettings = CacheSettings()
     fingerprint: str = ""
+    backend: str = DEFAULT_BACKEND
 
 
 def read_settings(
@@ -78,9 +83,14 @@ def read_settings(
 
     ``use_cache=None`` takes ``spark.streaming.kafka.consumer.cache.enabled``;
     ``poll_timeout_ms=None`` takes ``spark.streaming.kafka.consumer.poll.ms`` (else
-    ``spark.network.timeout``).
+    ``spark.network.timeout``). The consumer backend
+    (``spark.streaming.kafka.consumer.backend``) is checked here, on the driver: selecting
+    confluent-kafka without the package raises
+    :class:`~dstream_kafka.errors.MissingDependencyError` before any job runs.
     """
     conf = SparkConfReader(sc)
+    backend = conf.consumer_backend
+    check_backend(backend, executor_params)
     cache = CacheSettings(
         conf.cache_initial_capacity, conf.cache_max_capacity, conf.cache_load_factor
     ).validated()
@@ -99,6 +109,7 @@ def read_settings(
         useCache=conf.consumer_cache_enabled if use_cache is None else bool(use_cache),
         cache=cache,
         fingerprint=params_fingerprint(executor_params),
+        backend=backend,
     )
 
 
@@ -119,6 +130,7 @@ def read_range(
         fingerprint=settings.fingerprint,
         settings=settings.cache,
         use_cache=settings.useCache,
+        backend=settings.backend,
     )
     with handle:
         yield from handle.internal.iter_range(

@@ -1,6 +1,7 @@
 """Run in a subprocess by test_consumer_cache.py: consumer reuse across jobs on local[1].
 
 Usage: python cache_reuse_probe.py <bootstrap> <topic> <partitions> <first_until> <second_until>
+[<backend>]
 
 With one core there is exactly one Python worker, which serves every task, as one executor
 JVM serves every task in Spark; so the worker's cache counters show what a second job reading
@@ -22,12 +23,16 @@ from dstream_kafka.services.spark import local_spark_conf
 
 def main() -> None:
     bootstrap, topic, partitions, first, second = sys.argv[1:6]
+    backend = sys.argv[6] if len(sys.argv) > 6 else "kafka-python"
     parts, first, second = int(partitions), int(first), int(second)
     sc = SparkContext(
         conf=local_spark_conf(
             "local[1]",
             "cache-reuse-probe",
-            extra={"spark.streaming.kafka.consumer.poll.ms": "10000"},
+            extra={
+                "spark.streaming.kafka.consumer.poll.ms": "10000",
+                "spark.streaming.kafka.consumer.backend": backend,
+            },
         )
     )
     sc.setLogLevel("ERROR")

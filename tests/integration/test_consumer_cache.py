@@ -22,6 +22,12 @@ TIMEOUT_MS = 10000
 SER = "org.apache.kafka.common.serialization."
 
 
+@pytest.fixture(params=["kafka-python", "confluent-kafka"])
+def backend(request) -> str:
+    """Run the test once per executor consumer backend."""
+    return request.param
+
+
 @pytest.fixture(autouse=True)
 def close_cached_consumers():
     """Tests share this process's cache; close what each test left in it."""
@@ -55,23 +61,23 @@ def _delta(before: dict[str, int], after: dict[str, int], *names: str) -> dict[s
     return {n: after[n] - before[n] for n in names}
 
 
-def test_same_group_and_partition_reuse_the_cached_consumer(kafka, filled, unique):
+def test_same_group_and_partition_reuse_the_cached_consumer(kafka, backend, filled, unique):
     key, config = _setup(kafka, filled, unique("g"))
-    first = acquire(key, config, attempt_number=0)
+    first = acquire(key, config, backend=backend, attempt_number=0)
     assert first.internal.get(0, TIMEOUT_MS).value == "0"
     first.release()
-    second = acquire(key, config, attempt_number=0)
+    second = acquire(key, config, backend=backend, attempt_number=0)
     assert second.internal is first.internal is consumer_cache.cached_consumer(key)
     assert second.internal.get(1, TIMEOUT_MS).value == "1"
     second.release()
 
 
-def test_task_retry_gets_a_new_consumer_and_evicts_the_cached_one(kafka, filled, unique):
+def test_task_retry_gets_a_new_consumer_and_evicts_the_cached_one(kafka, backend, filled, unique):
     key, config = _setup(kafka, filled, unique("g"))
-    first = acquire(key, config, attempt_number=0)
+    first = acquire(key, config, backend=backend, attempt_number=0)
     first.internal.get(0, TIMEOUT_MS)
     first.release()
-    retry = acquire(key, config, attempt_number=1)
+    retry = acquire(key, config, backend=backend, attempt_number=1)
     assert consumer_cache.cached_consumer(key) is None
     assert retry.internal is not first.internal and first.internal.closed
     assert retry.internal.get(5, TIMEOUT_MS).value == "5"
@@ -79,7 +85,7 @@ def test_task_retry_gets_a_new_consumer_and_evicts_the_cached_one(kafka, filled,
     assert retry.internal.closed
 
 
-def test_many_threads_using_consumers_concurrently_read_every_value(kafka, filled, unique):
+def test_many_threads_using_consumers_concurrently_read_every_value(kafka, backend, filled, unique):
     key, config = _setup(kafka, filled, unique("g"))
     errors: list[str] = []
 
@@ -89,6 +95,7 @@ def test_many_threads_using_consumers_concurrently_read_every_value(kafka, fille
             handle = acquire(
                 key,
                 config,
+                backend=backend,
                 use_cache=rng.random() < 0.7,
                 attempt_number=0 if rng.random() < 0.9 else 1,
             )
@@ -114,16 +121,16 @@ def test_many_threads_using_consumers_concurrently_read_every_value(kafka, fille
     assert cached is None or not cached.in_use
 
 
-def test_sequential_ranges_reuse_buffered_records_and_a_jump_seeks(kafka, filled, unique):
+def test_sequential_ranges_reuse_buffered_records_and_a_jump_seeks(kafka, backend, filled, unique):
     key, config = _setup(kafka, filled, unique("g"))
     before = consumer_cache.stats()
     for start, until in ((0, 100), (100, 200), (200, 300)):
-        with acquire(key, config, attempt_number=0) as handle:
+        with acquire(key, config, backend=backend, attempt_number=0) as handle:
             assert [r.offset for r in handle.internal.iter_range(start, until, TIMEOUT_MS)] == list(
                 range(start, until)
             )
     sequential = consumer_cache.stats()
-    with acquire(key, config, attempt_number=0) as handle:
+    with acquire(key, config, backend=backend, attempt_number=0) as handle:
         assert [r.value for r in handle.internal.iter_range(50, 53, TIMEOUT_MS)] == [
             "50",
             "51",
@@ -140,21 +147,21 @@ def test_sequential_ranges_reuse_buffered_records_and_a_jump_seeks(kafka, filled
     }
 
 
-def test_a_read_stopped_early_is_continued_without_seeking(kafka, filled, unique):
+def test_a_read_stopped_early_is_continued_without_seeking(kafka, backend, filled, unique):
     key, config = _setup(kafka, filled, unique("g"))
-    with acquire(key, config, attempt_number=0) as handle:
+    with acquire(key, config, backend=backend, attempt_number=0) as handle:
         reader = handle.internal.iter_range(0, 300, TIMEOUT_MS)
         assert [next(reader).offset for _ in range(10)] == list(range(10))
         reader.close()
     seeks = consumer_cache.stats()["seeks"]
-    with acquire(key, config, attempt_number=0) as handle:
+    with acquire(key, config, backend=backend, attempt_number=0) as handle:
         assert [r.offset for r in handle.internal.iter_range(10, 20, TIMEOUT_MS)] == list(
             range(10, 20)
         )
     assert consumer_cache.stats()["seeks"] == seeks
 
 
-def test_evicted_consumers_are_closed(kafka, unique):
+def test_evicted_consumers_are_closed(kafka, backend, unique):
     name = unique("evict")
     kafka.create_topic(name, partitions=2)
     kafka.produce(name, ["a"], partition=0)
@@ -165,7 +172,7 @@ def test_evicted_consumers_are_closed(kafka, unique):
     handles = []
     for p in (0, 1):
         key, config = _setup(kafka, name, group, p)
-        with acquire(key, config, settings=settings, attempt_number=0) as handle:
+        with acquire(key, config, backend=backend, settings=settings, attempt_number=0) as handle:
             assert [r.value for r in handle.internal.iter_range(0, 1, TIMEOUT_MS)] == ["ab"[p]]
         handles.append(handle)
     assert handles[0].internal.closed and not handles[1].internal.closed
@@ -173,10 +180,10 @@ def test_evicted_consumers_are_closed(kafka, unique):
     consumer_cache.clear()
 
 
-def test_reading_offsets_deleted_from_the_log_is_data_loss(kafka, filled, unique):
+def test_reading_offsets_deleted_from_the_log_is_data_loss(kafka, backend, filled, unique):
     kafka.delete_records(filled, {0: 100})
     key, config = _setup(kafka, filled, unique("g"))
-    with acquire(key, config, attempt_number=0) as handle:
+    with acquire(key, config, backend=backend, attempt_number=0) as handle:
         with pytest.raises(
             DataLossError,
             match=r"Offset 10 of .* the earliest available offset is 100, so records \[10, 100\)",
@@ -185,14 +192,16 @@ def test_reading_offsets_deleted_from_the_log_is_data_loss(kafka, filled, unique
     assert consumer_cache.cached_consumer(key) is None  # a failed consumer is not kept
 
 
-def test_reading_beyond_the_log_end_names_the_log_bounds(kafka, filled, unique):
+def test_reading_beyond_the_log_end_names_the_log_bounds(kafka, backend, filled, unique):
     key, config = _setup(kafka, filled, unique("g"))
-    with acquire(key, config, attempt_number=0) as handle:
+    with acquire(key, config, backend=backend, attempt_number=0) as handle:
         with pytest.raises(KafkaReadError, match=r"Offset 500 .* the log holds \[0, 300\)"):
             list(handle.internal.iter_range(500, 510, TIMEOUT_MS))
 
 
-def test_second_job_over_successor_ranges_creates_no_consumer_and_seeks_nowhere(kafka, unique):
+def test_second_job_over_successor_ranges_creates_no_consumer_and_seeks_nowhere(
+    kafka, backend, unique
+):
     """One Python worker (local[1]) serves every task, as one executor JVM does in Spark.
 
     With local[2] the two reused workers take tasks in FIFO order, so a partition does not
@@ -206,7 +215,7 @@ def test_second_job_over_successor_ranges_creates_no_consumer_and_seeks_nowhere(
         kafka.produce(name, [f"{p}-{i}" for i in range(400)], partition=p)
     probe = Path(__file__).with_name("cache_reuse_probe.py")
     result = subprocess.run(
-        [sys.executable, str(probe), kafka.bootstrap_servers, name, "3", "150", "400"],
+        [sys.executable, str(probe), kafka.bootstrap_servers, name, "3", "150", "400", backend],
         capture_output=True,
         text=True,
         timeout=180,

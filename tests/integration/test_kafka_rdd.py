@@ -31,6 +31,18 @@ from dstream_kafka.record import ConsumerRecord
 
 POLL_MS = "spark.streaming.kafka.consumer.poll.ms"
 SER = "org.apache.kafka.common.serialization."
+BACKEND = "spark.streaming.kafka.consumer.backend"
+
+# Every test runs once per executor consumer backend.
+pytestmark = pytest.mark.usefixtures("backend")
+
+
+@pytest.fixture(params=["kafka-python", "confluent-kafka"])
+def backend(request, sc):
+    """Run the test once per executor consumer backend (spark.streaming.kafka.consumer.backend)."""
+    sc._conf.set(BACKEND, request.param)
+    yield request.param
+    sc._conf.set(BACKEND, "kafka-python")
 
 
 def _params(kafka: Any, group: str, **extra: Any) -> dict[str, Any]:
@@ -129,6 +141,22 @@ def test_empty_range_acquires_no_consumer(kafka, topic, unique):
     after = consumer_cache.stats()
     assert records == []
     assert (after["hits"] + after["misses"]) == (before["hits"] + before["misses"])
+
+
+def test_reads_use_the_backend_selected_on_the_driver(sc, kafka, topic, unique, backend):
+    from dstream_kafka import consumer_cache
+
+    kafka.produce(topic, ["a", "b", "c"])
+    executor = fix_kafka_params(_params(kafka, unique("g")))
+    settings = read_settings(sc, executor)
+    assert settings.backend == backend
+    records = list(read_range((0, topic, 0, 0, 3), executor, settings))
+    assert [r.value for r in records] == ["a", "b", "c"]
+    cached = consumer_cache.cached_consumer(
+        consumer_cache.CacheKey(executor["group_id"], topic, 0)
+    )
+    assert cached is not None and cached.backend == backend
+    consumer_cache.clear()
 
 
 def test_reading_past_the_end_of_the_log_fails_with_a_fetch_timeout(
@@ -441,4 +469,5 @@ def test_stream_batches_are_built_without_validation_and_honour_the_cache_flag(
     assert rdd.readSettings.useCache is False and rdd.readSettings.groupId.startswith(
         "spark-executor-"
     )
+    assert rdd.readSettings.backend == sc.getConf().get(BACKEND)
     assert rdd.map(lambda r: r.value).collect() == ["b", "c"]

@@ -1,0 +1,109 @@
+"""Executor consumer backends: the client calls that differ between Kafka client libraries.
+
+:class:`~dstream_kafka.internal_consumer.InternalKafkaConsumer` holds the read logic once
+(buffering, strict and gap-skipping iteration, Spark's error texts, counters); a backend only
+fetches, seeks, reports its position and the log bounds, and closes. Two backends exist,
+selected with ``spark.streaming.kafka.consumer.backend``:
+
+* ``kafka-python`` (the default): :mod:`dstream_kafka.backends.kafka_python`;
+* ``confluent-kafka`` (``pip install dstream_kafka[fast]``):
+  :mod:`dstream_kafka.backends.confluent`, librdkafka underneath, several times faster.
+
+Both take the executor parameters of :func:`~dstream_kafka.kafka_params.fix_kafka_params`
+(kafka-python keyword names); the confluent backend translates them to librdkafka settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.record import ConsumerRecord
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_BACKEND",
+    "ConsumerBackend",
+    "OffsetOutOfRange",
+    "check_backend",
+    "create_backend",
+]
+
+KAFKA_PYTHON = "kafka-python"
+CONFLUENT = "confluent-kafka"
+DEFAULT_BACKEND = KAFKA_PYTHON
+BACKENDS = (KAFKA_PYTHON, CONFLUENT)
+
+
+class OffsetOutOfRange(Exception):
+    """A fetch found the requested offset outside the log (``auto.offset.reset=none``)."""
+
+
+class ConsumerBackend(Protocol):
+    """One client assigned to one topic partition; not thread-safe.
+
+    The client is created by the constructor. Offsets are absolute; records come back as
+    :class:`~dstream_kafka.record.ConsumerRecord` in offset order, deserialized.
+    """
+
+    def seek(self, offset: int) -> None:
+        """Make the next :meth:`fetch` start at ``offset``, dropping prefetched data."""
+
+    def fetch(self, timeout_ms: int) -> list[ConsumerRecord]:
+        """Return the next records (waiting up to ``timeout_ms`` for the first one), or [].
+
+        Raises :class:`OffsetOutOfRange` when the fetch position is outside the log.
+        """
+
+    def position(self) -> int:
+        """Return the offset after everything fetched so far, gaps included (-1: unknown).
+
+        Past transaction markers, aborted and compacted records the client stepped over.
+        """
+
+    def watermarks(self, timeout_ms: int) -> tuple[int | None, int | None]:
+        """Return the log's ``(earliest, end)`` offsets, ``None`` where unknown."""
+
+    def close(self) -> None:
+        """Close the client (best effort, may raise)."""
+
+
+def check_backend(name: str, executor_params: Mapping[str, Any] | None = None) -> None:
+    """Fail on the driver, before any job, when backend ``name`` cannot run.
+
+    Raises
+    ------
+    ConfigurationError
+        For an unknown backend, or parameters the backend cannot translate.
+    MissingDependencyError
+        When the confluent-kafka backend is selected and the package is missing.
+    """
+    if name == KAFKA_PYTHON:
+        return
+    if name != CONFLUENT:
+        raise ConfigurationError(
+            f"Unknown consumer backend {name!r}; spark.streaming.kafka.consumer.backend must be "
+            f"one of {', '.join(BACKENDS)}"
+        )
+    from dstream_kafka.backends.confluent import librdkafka_config, require_confluent
+
+    require_confluent()
+    if executor_params is not None:
+        librdkafka_config(executor_params)
+
+
+def create_backend(
+    name: str, topic: str, partition: int, config: Mapping[str, Any]
+) -> ConsumerBackend:
+    """Create backend ``name``'s client for ``topic``-``partition`` (executor side)."""
+    if name == CONFLUENT:
+        from dstream_kafka.backends.confluent import ConfluentBackend
+
+        return ConfluentBackend(topic, partition, config)
+    if name == KAFKA_PYTHON:
+        from dstream_kafka.backends.kafka_python import KafkaPythonBackend
+
+        return KafkaPythonBackend(topic, partition, config)
+    raise ConfigurationError(f"Unknown consumer backend {name!r}; use one of {', '.join(BACKENDS)}")
+

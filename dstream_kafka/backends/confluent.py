@@ -1,0 +1,349 @@
+"""The confluent-kafka backend (``pip install dstream_kafka[fast]``): librdkafka underneath.
+
+Selected with ``spark.streaming.kafka.consumer.backend=confluent-kafka``. The executor
+parameters (kafka-python keyword names, from
+:func:`~dstream_kafka.kafka_params.fix_kafka_params`) are translated to librdkafka settings
+by :func:`librdkafka_config`; the driver translates them once before any job, so a setting
+the backend cannot honour fails there. Reads keep the kafka-python backend's semantics:
+
+* ``auto.offset.reset=error`` (Spark's ``none``): an offset outside the log is an error,
+  never a silent jump;
+* ``isolation.level`` defaults to ``read_uncommitted`` as in Java and kafka-python
+  (librdkafka's own default is ``read_committed``);
+* ``enable.partition.eof``: the end-of-partition event carries the offset the fetcher reached
+  (the high watermark, or the last stable offset under ``read_committed``), past trailing
+  transaction markers and aborted records, so a gap-skipping range that ends inside such a gap
+  finishes at once;
+* key and value deserializers are the same Python callables, applied to the raw bytes.
+
+This module imports ``confluent_kafka`` only when a client is created.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from dstream_kafka.backends import OffsetOutOfRange
+from dstream_kafka.errors import ConfigurationError, KafkaReadError, MissingDependencyError
+from dstream_kafka.kafka_params import REDACTED, is_secret_key
+from dstream_kafka.record import ConsumerRecord
+
+__all__ = ["ConfluentBackend", "librdkafka_config", "require_confluent"]
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = "pip install dstream_kafka[fast]"
+#: Records taken from librdkafka's queue per call (``max.poll.records`` overrides it).
+DEFAULT_BATCH = 1000
+
+# kafka-python keyword -> librdkafka property, values passed as they are.
+_SAME = {
+    "client_id": "client.id",
+    "client_rack": "client.rack",
+    "group_id": "group.id",
+    "fetch_min_bytes": "fetch.min.bytes",
+    "fetch_max_wait_ms": "fetch.wait.max.ms",
+    "fetch_max_bytes": "fetch.max.bytes",
+    "max_partition_fetch_bytes": "max.partition.fetch.bytes",
+    "receive_message_max_bytes": "receive.message.max.bytes",
+    "request_timeout_ms": "socket.timeout.ms",
+    "retry_backoff_ms": "retry.backoff.ms",
+    "reconnect_backoff_ms": "reconnect.backoff.ms",
+    "reconnect_backoff_max_ms": "reconnect.backoff.max.ms",
+    "max_in_flight_requests_per_connection": "max.in.flight.requests.per.connection",
+    "check_crcs": "check.crcs",
+    "isolation_level": "isolation.level",
+    "allow_auto_create_topics": "allow.auto.create.topics",
+    "metadata_max_age_ms": "metadata.max.age.ms",
+    "client_dns_lookup": "client.dns.lookup",
+    "receive_buffer_bytes": "socket.receive.buffer.bytes",
+    "send_buffer_bytes": "socket.send.buffer.bytes",
+    "connections_max_idle_ms": "connections.max.idle.ms",
+    "sasl_mechanism": "sasl.mechanism",
+    "sasl_plain_username": "sasl.username",
+    "sasl_plain_password": "sasl.password",
+    "sasl_kerberos_service_name": "sasl.kerberos.service.name",
+    "sasl_kerberos_name": "sasl.kerberos.principal",
+    "ssl_cafile": "ssl.ca.location",
+    "ssl_certfile": "ssl.certificate.location",
+    "ssl_keyfile": "ssl.key.location",
+    "ssl_password": "ssl.key.password",
+    "ssl_crlfile": "ssl.crl.location",
+    "ssl_ciphers": "ssl.cipher.suites",
+}
+# Handled apart: forced by the executor rules, applied in Python, or translated below.
+_HANDLED = frozenset(
+    {
+        "bootstrap_servers",
+        "enable_auto_commit",
+        "auto_offset_reset",
+        "key_deserializer",
+        "value_deserializer",
+        "max_poll_records",
+        "security_protocol",
+        "ssl_check_hostname",
+    }
+)
+# Settings for group membership, commits or kafka-python internals: meaningless for a
+# consumer that is assigned one partition and never commits, so dropped without a word.
+_IRRELEVANT = frozenset(
+    {
+        "group_instance_id",
+        "auto_commit_interval_ms",
+        "default_offset_commit_callback",
+        "partition_assignment_strategy",
+        "max_poll_interval_ms",
+        "session_timeout_ms",
+        "heartbeat_interval_ms",
+        "consumer_timeout_ms",
+        "exclude_internal_topics",
+        "enable_incremental_fetch_sessions",
+        "metric_reporters",
+        "metrics_enabled",
+        "metrics_num_samples",
+        "metrics_sample_window_ms",
+        "metric_group_prefix",
+    }
+)
+# Settings that would silently weaken security or change the route: refused with a reason.
+_REFUSED = {
+    "ssl_context": "an ssl.SSLContext cannot be given to librdkafka; pass ssl_cafile, "
+    "ssl_certfile and ssl_keyfile (PEM files)",
+    "sasl_oauth_token_provider": "a kafka-python token provider object cannot be used by "
+    "librdkafka; use the kafka-python backend",
+    "proxy_url": "librdkafka does not connect through proxies; use the kafka-python backend",
+    "socks5_proxy": "librdkafka does not connect through proxies; use the kafka-python backend",
+}
+# Parameter names already warned about as having no librdkafka equivalent.
+_warned: set[str] = set()
+# librdkafka timestamp type -> Kafka's code (-1 none, 0 CreateTime, 1 LogAppendTime).
+_TIMESTAMP_TYPES = {0: -1, 1: 0, 2: 1}
+
+
+def require_confluent() -> Any:
+    """Import and return ``confluent_kafka``, or raise :class:`MissingDependencyError`."""
+    try:
+        import confluent_kafka
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "spark.streaming.kafka.consumer.backend=confluent-kafka needs the confluent-kafka "
+            f"package: {INSTALL_HINT} (or set the backend back to kafka-python)"
+        ) from exc
+    return confluent_kafka
+
+
+def _shown(name: str, value: Any) -> str:
+    return REDACTED if is_secret_key(name) else repr(value)
+
+
+def librdkafka_config(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Translate executor parameters (kafka-python names) into librdkafka properties.
+
+    Executor rules are applied whatever the input says: ``enable.auto.commit=false``,
+    ``enable.auto.offset.store=false``, ``auto.offset.reset=error`` (Spark's ``none``) and
+    ``enable.partition.eof=true``; ``isolation.level`` defaults to ``read_uncommitted``.
+    Settings without a librdkafka equivalent are dropped with a warning naming the key (never
+    the value); group and commit settings are dropped silently. Pure: no client is created.
+
+    Raises
+    ------
+    ConfigurationError
+        For settings that cannot be honoured (an ``ssl_context`` object, token providers,
+        proxies) or badly typed values. Secret values are never quoted.
+    """
+    out: dict[str, Any] = {}
+    for name, value in params.items():
+        if name in _REFUSED:
+            if value is None:
+                continue
+            raise ConfigurationError(
+                f"Kafka parameter {name} is not supported by the confluent-kafka backend: "
+                f"{_REFUSED[name]}"
+            )
+        if name in _HANDLED or name in _IRRELEVANT or value is None:
+            continue
+        target = _SAME.get(name)
+        if target is None:
+            if name not in _warned:  # once per process: the driver translates every batch
+                _warned.add(name)
+                log.warning(
+                    "Ignoring Kafka parameter %s for the confluent-kafka backend: it has no "
+                    "librdkafka equivalent",
+                    name,
+                )
+            continue
+        if not isinstance(value, (str, int, float, bool)):
+            raise ConfigurationError(
+                f"Kafka parameter {name} must be a string, number or boolean for the "
+                f"confluent-kafka backend, got {type(value).__name__} {_shown(name, value)}"
+            )
+        out[target] = value
+    servers = params.get("bootstrap_servers")
+    if isinstance(servers, (list, tuple)):
+        servers = ",".join(str(s) for s in servers)
+    if not servers:
+        raise ConfigurationError("kafkaParams must set bootstrap.servers")
+    out["bootstrap.servers"] = str(servers)
+    protocol = params.get("security_protocol")
+    if protocol is not None:
+        out["security.protocol"] = str(protocol).lower()
+    check_hostname = params.get("ssl_check_hostname")
+    if check_hostname is not None:
+        out["ssl.endpoint.identification.algorithm"] = "https" if check_hostname else "none"
+    out.setdefault("isolation.level", "read_uncommitted")
+    if "group.id" not in out:
+        # fix_kafka_params always sets one; librdkafka's consumer requires it.
+        out["group.id"] = "spark-executor-None"
+    out.update(
+        {
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "error",
+            "enable.partition.eof": True,
+        }
+    )
+    return out
+
+
+def _decoder(
+    deserializer: Any, topic: str
+) -> Callable[[bytes | None, Any], Any] | None:
+    """Adapt a kafka-python style deserializer to ``decode(data, headers)``."""
+    if deserializer is None:
+        return None
+    deserialize = getattr(deserializer, "deserialize", None)
+    if deserialize is None:
+        return lambda data, _headers: deserializer(data)
+
+    def decode(data: bytes | None, headers: Any) -> Any:
+        try:
+            return deserialize(topic, headers, data)
+        except TypeError:  # the older deserialize(topic, data) signature, as kafka-python allows
+            return deserialize(topic, data)
+
+    return decode
+
+
+class ConfluentBackend:
+    """A ``confluent_kafka.Consumer`` reading one partition through ``assign``/``consume``.
+
+    The fetch position is tracked here: the offset after the last record delivered, raised
+    by end-of-partition events (they report where the fetcher stopped, past control and
+    aborted records) and set by each seek.
+    """
+
+    def __init__(self, topic: str, partition: int, config: Mapping[str, Any]) -> None:
+        ck = require_confluent()
+        self._ck = ck
+        self.topic = topic
+        self.partition = partition
+        conf = librdkafka_config(config)
+        conf["logger"] = logging.getLogger("dstream_kafka.backends.librdkafka")
+        self._batch = int(config.get("max_poll_records") or DEFAULT_BATCH)
+        self._key = _decoder(config.get("key_deserializer"), topic)
+        self._value = _decoder(config.get("value_deserializer"), topic)
+        self._consumer = ck.Consumer(conf)
+        self._assigned = False
+        self._position = -1
+        self._floor = 0
+        self._eof = ck.KafkaError._PARTITION_EOF
+        self._out_of_range = (ck.KafkaError._AUTO_OFFSET_RESET, ck.KafkaError.OFFSET_OUT_OF_RANGE)
+
+    def seek(self, offset: int) -> None:
+        tp = self._ck.TopicPartition(self.topic, self.partition, offset)
+        if self._assigned:
+            try:
+                self._consumer.seek(tp)
+            except self._ck.KafkaException:
+                # Not fetching yet ("Erroneous state"): the start offset goes in assign.
+                self._consumer.assign([tp])
+        else:
+            # The start offset is given in assign: a seek right after assign can fail.
+            self._consumer.assign([tp])
+            self._assigned = True
+        self._position = offset
+        self._floor = offset
+
+    def fetch(self, timeout_ms: int) -> list[ConsumerRecord]:
+        consumer = self._consumer
+        batch = self._batch
+        # consume(n, timeout) waits until n messages or the timeout: take what is queued, and
+        # only when nothing is, wait for one message and then take what followed it.
+        messages = consumer.consume(batch, 0)
+        if not messages and timeout_ms > 0:
+            messages = consumer.consume(1, timeout_ms / 1000)
+            if messages and messages[0].error() is None and batch > 1:
+                messages.extend(consumer.consume(batch - 1, 0))
+        if not messages:
+            return []
+        topic, partition, floor = self.topic, self.partition, self._floor
+        key_decode, value_decode = self._key, self._value
+        new = tuple.__new__
+        records = []
+        append = records.append
+        for message in messages:
+            if message.error() is not None:
+                self._on_error(message)
+                continue
+            offset = message.offset()
+            if offset < floor:  # prefetched before a seek (librdkafka#2256): never returned
+                continue
+            ts_type, timestamp = message.timestamp()
+            headers = message.headers()
+            key = message.key()
+            value = message.value()
+            if key_decode is not None:
+                key = key_decode(key, headers)
+            if value_decode is not None:
+                value = value_decode(value, headers)
+            append(
+                new(
+                    ConsumerRecord,
+                    (
+                        topic,
+                        partition,
+                        offset,
+                        timestamp if ts_type else -1,
+                        _TIMESTAMP_TYPES.get(ts_type, -1),
+                        key,
+                        value,
+                        tuple(headers) if headers else (),
+                    ),
+                )
+            )
+        if records:
+            self._position = max(self._position, records[-1].offset + 1)
+        return records
+
+    def _on_error(self, message: Any) -> None:
+        error = message.error()
+        code = error.code()
+        if code == self._eof:
+            # The offset the fetcher reached: everything before it was delivered or skipped.
+            if message.offset() is not None and message.offset() >= 0:
+                self._position = max(self._position, message.offset())
+            return
+        if code in self._out_of_range:
+            raise OffsetOutOfRange()
+        if error.fatal():
+            raise KafkaReadError(
+                f"confluent-kafka consumer for {self.topic}-{self.partition} failed: {error.str()}"
+            )
+        log.warning(
+            "confluent-kafka consumer for %s-%d: %s", self.topic, self.partition, error.str()
+        )
+
+    def position(self) -> int:
+        return self._position
+
+    def watermarks(self, timeout_ms: int) -> tuple[int | None, int | None]:
+        tp = self._ck.TopicPartition(self.topic, self.partition)
+        low, high = self._consumer.get_watermark_offsets(
+            tp, timeout=timeout_ms / 1000, cached=False
+        )
+        return (low if low >= 0 else None), (high if high >= 0 else None)
+
+    def close(self) -> None:
+        self._consumer.close()
