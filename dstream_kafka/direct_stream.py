@@ -135,6 +135,9 @@ class DirectKafkaInputDStream(InputDStream):
         self._consumer: Any = None
         self._consumer_lock = threading.RLock()
         self.currentOffsets: dict[TopicPartition, int] = {}
+        # Where partitions continue that the store (or a re-run batch) knows but the group has
+        # not assigned to this driver yet, e.g. while a killed driver still holds them.
+        self._unassigned_offsets: dict[TopicPartition, int] = {}
         self._replay: tuple[int, list[OffsetRange]] | None = None
         self._commit_queue: collections.deque[OffsetRange] = collections.deque()
         self._commit_lock = threading.Lock()
@@ -144,6 +147,7 @@ class DirectKafkaInputDStream(InputDStream):
         # Engine batch time -> the batch time the offset store knows it by (differs only for a
         # replayed uncommitted batch, which keeps its original time in the store).
         self._store_times: dict[int, int] = {}
+        self._first_start_pending = False
         self.recentProgress: collections.deque[BatchProgress] = collections.deque(maxlen=100)
         self._progress_listeners: list[Callable[[BatchProgress], None]] = []
         self.rateController: RateController | None = None
@@ -222,6 +226,9 @@ class DirectKafkaInputDStream(InputDStream):
         from kafka import TopicPartition as KTP
 
         assigned = self._assignment()
+        # If the group handed out nothing yet (a slow join), partitions that arrive later are
+        # still this first start's: they begin at the strategy's offsets / auto.offset.reset.
+        self._first_start_pending = not stored and not assigned
         for tp in sorted(set(self.currentOffsets) - assigned):
             self._forget_unassigned(tp)
         for tp in assigned:
@@ -239,6 +246,7 @@ class DirectKafkaInputDStream(InputDStream):
         if tp.partition in existing:
             logger.warning("Stored offset %s of %s-%s is not read by this stream (not assigned "
                            "to it); leaving it as it is", off, tp.topic, tp.partition)
+            self._unassigned_offsets[tp] = off  # where it continues if it is assigned later
             return
         problem = (f"partition {tp.topic}-{tp.partition} has stored offset {off} for group "
                    f"{self._store_group} but no longer exists in Kafka (topic deleted or recreated)")
@@ -254,7 +262,8 @@ class DirectKafkaInputDStream(InputDStream):
 
         On a first start: the strategy's explicit offset, else the position Kafka gives the
         driver consumer (committed offset, else ``auto.offset.reset``). A partition that appears
-        later starts at its committed offset, else at its first available offset.
+        later starts where the offset store (or a re-run batch) left it when the group assigned
+        it only after the start, else at its committed offset, else at its first offset.
         """
         from kafka import TopicPartition as KTP
 
@@ -263,6 +272,10 @@ class DirectKafkaInputDStream(InputDStream):
         explicit = getattr(self.consumerStrategy, "offsets", {})
         if tp in explicit:
             return explicit[tp]
+        if tp in self._unassigned_offsets:
+            # Stored (or re-run) before the group gave it to us: the store's offset wins over
+            # Kafka's committed offset, which a store other than Kafka never moves.
+            return self._unassigned_offsets.pop(tp)
         if first_start:
             try:
                 return int(consumer.position(ktp))
@@ -310,8 +323,10 @@ class DirectKafkaInputDStream(InputDStream):
         revoked = set(self.currentOffsets) - parts
         if revoked:
             raise PartitionsRevokedError(_REVOKED.format(parts=sorted(revoked)))
+        first_start = self._first_start_pending
         for tp in sorted(parts - set(self.currentOffsets)):
-            self.currentOffsets[tp] = self._start_offset(tp, first_start=False)
+            self.currentOffsets[tp] = self._start_offset(tp, first_start=first_start)
+            self._first_start_pending = False
             logger.info("New partition %s-%s starts at offset %s", tp.topic, tp.partition,
                         self.currentOffsets[tp])
         if listener is not None:
@@ -333,7 +348,9 @@ class DirectKafkaInputDStream(InputDStream):
         started = time.perf_counter()
         with self._consumer_lock:
             latest = self.latestOffsets()
+            replaying = False
             if self._replay is not None:
+                replaying = True
                 replay_time, ranges = self._replay
                 self._replay = None
                 self._store_times[batch_time] = replay_time
@@ -358,6 +375,12 @@ class DirectKafkaInputDStream(InputDStream):
                 "Description": BatchProgress(batch_time, tuple(ranges), 0, 0.0, 0.0, None, None).describe(),
             })
             self.currentOffsets.update(until)
+            if replaying:
+                # The re-run batch may cover partitions the group has not assigned to this
+                # driver yet: remember where they continue rather than track them, or the next
+                # batch would take them for revoked.
+                for tp in [tp for tp in until if tp not in latest]:
+                    self._unassigned_offsets[tp] = self.currentOffsets.pop(tp)
             return rdd
 
     def _make_rdd(self, ranges: Sequence[OffsetRange]) -> Any:

@@ -23,11 +23,13 @@ only (ranges and offsets), never pickled code, so they survive code changes.
   which fences it even when its batch times differ.
 
 A restart re-runs the oldest ``offsets/<t>`` newer than the newest commit
-(:meth:`CheckpointOffsetStore.pending`) over exactly the same ranges. The files of the newest
-``keep_batches`` committed batches are kept; older ones are deleted after a commit (data-loss
-records are never deleted). A data-loss record moves the stored offset of its partition from
-``lost_from`` to ``lost_until`` until the next commit carries it on. An unreadable file raises
-:class:`~dstream_kafka.errors.CorruptCheckpointError`; offsets are never reset.
+(:meth:`CheckpointOffsetStore.pending`) over exactly the same ranges; planning it again deletes
+the newer ``offsets/`` files, which the dead driver planned but never ran. The files of the
+newest ``keep_batches`` committed batches are kept; older ones are deleted after a commit
+(data-loss records are never deleted). A data-loss record moves the stored offset of its
+partition from ``lost_from`` to ``lost_until`` until the next commit carries it on. An
+unreadable file raises :class:`~dstream_kafka.errors.CorruptCheckpointError`; offsets are never
+reset.
 """
 
 from __future__ import annotations
@@ -247,11 +249,23 @@ class CheckpointOffsetStore(OffsetStore):
                 return
             before = self._read_planned(t)
             if before is None or before.ranges == planned or _only_adds_empty(before.ranges, planned):
-                return  # a re-run of the planned batch
+                # A restart re-runs this batch. Batches run and commit one at a time, so the
+                # plans after it were never run by the driver that made them, and the restarted
+                # stream plans afresh from this batch's end: delete them. Left behind, a stale
+                # plan would be taken for the uncommitted batch after a later crash (re-running
+                # other ranges than the batch that was output, or ranges that no longer continue
+                # the stored offsets, refused on every restart).
+                self._discard_plans_after(t)
+                return
             raise OffsetFencedError(
                 f"The write-ahead log {path} of group {group_id!r} already holds other ranges for batch "
                 f"{t} ({list(before.ranges)}, now {list(planned)}). Another driver uses this checkpoint "
                 "directory, or a planned batch was not re-run over the same ranges.")
+
+    def _discard_plans_after(self, t: int) -> None:
+        for later in map(_int_name, self._fs.list(self._dir("offsets"))):
+            if later is not None and later > t:
+                self._fs.delete(self._file("offsets", later))
 
     def _read_planned(self, t: int) -> PlannedBatch | None:
         path = self._file("offsets", t)

@@ -7,3 +7,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "/integration/" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(autouse=True)
+def _no_streaming_context_outlives_its_test():
+    """Stop a StreamingContext a failed test left active, so one failure cannot cascade."""
+    yield
+    import sys
+
+    streaming = sys.modules.get("dstream_kafka.streaming.context")
+    if streaming is None:
+        return
+    active = streaming.StreamingContext.getActive()
+    if active is not None:
+        active.stop(stopSparkContext=False, stopGraceFully=False)
