@@ -61,6 +61,11 @@ _ALLOW_HINT = (
 )
 
 
+def _matching_prefix(offsets: list[int], wanted: range) -> int:
+    """Return how many leading ``offsets`` equal ``wanted`` (they differ somewhere)."""
+    return next(i for i, (got, want) in enumerate(zip(offsets, wanted)) if got != want)
+
+
 def bump(name: str, n: int = 1) -> None:
     """Add ``n`` to counter ``name`` (thread-safe)."""
     with _counter_lock:
@@ -120,7 +125,8 @@ class InternalKafkaConsumer:
         self.backend = backend
         self._config = dict(config)
         self._consumer: ConsumerBackend | None = None
-        self._buffer: list[ConsumerRecord] = []
+        # The backend's items (its own record objects), turned into records as handed out.
+        self._buffer: list[Any] = []
         self._index = 0
         # Offset a read may start at without seeking: the client and buffer continue there.
         self._next_offset = -1
@@ -175,13 +181,21 @@ class InternalKafkaConsumer:
         self._next_offset = offset
         bump("seeks")
 
-    def _poll(self, timeout_ms: int, offset: int, stop_at: int | None = None) -> bool:
+    def _poll(
+        self,
+        timeout_ms: int,
+        offset: int,
+        stop_at: int | None = None,
+        max_records: int | None = None,
+    ) -> bool:
         """Refill the buffer; return False when nothing arrived.
 
         Without ``stop_at`` this waits up to ``timeout_ms`` for records. With it, the wait is
         cut into short polls and ends early once the consumer position reaches ``stop_at``:
         a client's fetch keeps waiting when it held only control or aborted batches, even
-        though the position has already moved past them.
+        though the position has already moved past them. ``max_records`` caps the records
+        taken from the client (a range's remaining count: what lies beyond stays undecoded in
+        the client for the next sequential read).
         """
         consumer = self._client()
         deadline = time.monotonic() + timeout_ms / 1000
@@ -189,7 +203,7 @@ class InternalKafkaConsumer:
             remaining = max(0, int((deadline - time.monotonic()) * 1000))
             wait = remaining if stop_at is None else min(remaining, _POLL_SLICE_MS)
             try:
-                batch = consumer.fetch(wait)
+                batch = consumer.fetch(wait, max_records)
             except OffsetOutOfRange:
                 raise self._out_of_range(offset) from None
             bump("polls")
@@ -248,22 +262,23 @@ class InternalKafkaConsumer:
     def _next_strict(self, offset: int, timeout_ms: int) -> ConsumerRecord:
         if self._index >= len(self._buffer):
             self._fill_strict(offset, timeout_ms)
-        record = self._buffer[self._index]
-        if record.offset != offset:
+        offset_of = self._client().offset_of
+        item = self._buffer[self._index]
+        if offset_of(item) != offset:
             log.info("Buffer miss for %s %s", self.key, offset)
             self._seek(offset)
             self._fill_strict(offset, timeout_ms)
-            record = self._buffer[0]
-            if record.offset != offset:
+            item = self._buffer[0]
+            if offset_of(item) != offset:
                 raise WrongOffsetError(
                     f"Got wrong record for {self.key.groupId} {self._tp_text()} even after seeking "
-                    f"to offset {offset} got offset {record.offset} instead. {_ALLOW_HINT}"
+                    f"to offset {offset} got offset {offset_of(item)} instead. {_ALLOW_HINT}"
                 )
         self._index += 1
-        return record
+        return self._client().to_record(item)
 
-    def _fill_strict(self, offset: int, timeout_ms: int) -> None:
-        if self._poll(timeout_ms, offset, stop_at=offset + 1):
+    def _fill_strict(self, offset: int, timeout_ms: int, max_records: int | None = None) -> None:
+        if self._poll(timeout_ms, offset, stop_at=offset + 1, max_records=max_records):
             return
         position = self._position()
         if position > offset:
@@ -288,60 +303,95 @@ class InternalKafkaConsumer:
 
         ``strict`` demands every offset (Spark's default ``KafkaRDDIterator``); otherwise
         gaps are skipped (``CompactedKafkaRDDIterator``) and the range ends when the next
-        record or the consumer position reaches ``until_offset``. The state stays consistent
-        if the caller stops early, so a later read can continue from where this one stopped;
-        after a failure the consumer is marked for close.
+        record or the consumer position reaches ``until_offset``. Nothing happens before the
+        first record is requested. The state stays consistent if the caller stops early, so
+        a later read can continue from where this one stopped; after a failure the consumer
+        is marked for close.
         """
         if from_offset >= until_offset:
-            return
+            return iter(())
+        reader = self._strict_range if strict else self._gapped_range
+        return reader(from_offset, until_offset, timeout_ms)
+
+    def _start(self, from_offset: int) -> None:
+        if from_offset != self._next_offset:
+            self._seek(from_offset)
+
+    def _strict_range(self, start: int, until: int, timeout_ms: int) -> Iterator[ConsumerRecord]:
+        # Records are handed out in blocks: the largest run of the buffer the range still
+        # needs, checked in one C-level comparison against the offsets it must hold. The
+        # state (buffer index, next offset) is saved before a block is handed out and set
+        # back to the last record handed out if the caller stops inside the block.
+        expected = start
+        record: Any = None
+        block_index = block_first = -1  # the block being handed out, -1 when none
         try:
-            if from_offset != self._next_offset:
-                self._seek(from_offset)
-            reader = self._strict_range if strict else self._gapped_range
-            yield from reader(from_offset, until_offset, timeout_ms)
+            self._start(start)
+            client = self._client()
+            offset_of, to_record = client.offset_of, client.to_record
+            while expected < until:
+                if self._index >= len(self._buffer):
+                    self._fill_strict(expected, timeout_ms, until - expected)
+                buffer, index = self._buffer, self._index
+                count = min(len(buffer) - index, until - expected)
+                if count == len(buffer):
+                    block = buffer
+                else:
+                    block = buffer[index : index + count]
+                offsets = list(map(offset_of, block))
+                wanted = range(expected, expected + count)
+                if offsets != list(wanted):
+                    # A gap or a stale record: hand out the run before it, then take Spark's
+                    # per-offset path (seek, exact match) at the first wrong offset.
+                    count = _matching_prefix(offsets, wanted)
+                    if count == 0:
+                        record = self._next_strict(expected, timeout_ms)
+                        expected += 1
+                        self._next_offset = expected
+                        yield record
+                        continue
+                    block = buffer[index : index + count]
+                self._index = index + count
+                self._next_offset = expected + count
+                block_index, block_first = index, expected
+                expected += count
+                record = None
+                for item in block:
+                    record = to_record(item)
+                    yield record
+                block_index = -1
         except Exception:
             # Its client state is unknown now: the cache closes it on release.
             self.marked_for_close = True
             raise
-
-    def _strict_range(self, start: int, until: int, timeout_ms: int) -> Iterator[ConsumerRecord]:
-        expected = start
-        done = 0
-        try:
-            while expected < until:
-                if self._index >= len(self._buffer):
-                    self._fill_strict(expected, timeout_ms)
-                buffer = self._buffer
-                index = self._index
-                limit = min(len(buffer), index + (until - expected))
-                while index < limit:
-                    record = buffer[index]
-                    if record.offset != expected:
-                        self._index = index
-                        record = self._next_strict(expected, timeout_ms)
-                        buffer, index = self._buffer, self._index - 1
-                        limit = min(len(buffer), index + (until - expected))
-                    index += 1
-                    expected += 1
-                    # Saved before yielding, so an abandoned read leaves a consistent state.
-                    self._index = index
-                    self._next_offset = expected
-                    done += 1
-                    yield record
         finally:
-            bump("records", done)
+            if block_index >= 0:
+                # Stopped inside a block: only the records up to ``record`` were handed out.
+                expected = block_first if record is None else record.offset + 1
+                self._index = block_index + (expected - block_first)
+                self._next_offset = expected
+            bump("records", expected - start)
 
     def _gapped_range(self, start: int, until: int, timeout_ms: int) -> Iterator[ConsumerRecord]:
         done = 0
         try:
+            self._start(start)
+            client = self._client()
+            offset_of, to_record = client.offset_of, client.to_record
             while True:
                 if self._index >= len(self._buffer):
                     # The position is past control batches and aborted batches already
                     # consumed, so a range ending in such a gap is complete here.
                     if self._position() >= until:
                         break
+                    # At most ``until - next`` records can lie below ``until``.
                     if (
-                        not self._poll(timeout_ms, self._next_offset, stop_at=until)
+                        not self._poll(
+                            timeout_ms,
+                            self._next_offset,
+                            stop_at=until,
+                            max_records=max(1, until - self._next_offset),
+                        )
                         and self._position() < until
                     ):
                         raise FetchTimeoutError(
@@ -349,13 +399,18 @@ class InternalKafkaConsumer:
                             f"{self._tp_text()} after polling for {timeout_ms}"
                         )
                     continue
-                record = self._buffer[self._index]
-                if record.offset >= until:
+                item = self._buffer[self._index]
+                offset = offset_of(item)
+                if offset >= until:
                     break
                 self._index += 1
-                self._next_offset = record.offset + 1
+                self._next_offset = offset + 1
                 done += 1
-                yield record
+                yield to_record(item)
             self._next_offset = until
+        except Exception:
+            # Its client state is unknown now: the cache closes it on release.
+            self.marked_for_close = True
+            raise
         finally:
             bump("records", done)

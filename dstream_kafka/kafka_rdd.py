@@ -88,7 +88,9 @@ def read_settings(
     confluent-kafka without the package raises
     :class:`~dstream_kafka.errors.MissingDependencyError` before any job runs.
     """
-    conf = SparkConfReader(sc)
+    # The context's live SparkConf: each key read is one or two JVM calls, where getConf()
+    # would first copy every key of the configuration through the gateway.
+    conf = SparkConfReader(getattr(sc, "_conf", None) or sc)
     backend = conf.consumer_backend
     check_backend(backend, executor_params)
     cache = CacheSettings(
@@ -138,14 +140,35 @@ def read_range(
         )
 
 
+class _ChainedReaders(itertools.chain):  # type: ignore[type-arg]
+    """The records of several range readers, chained in C; :meth:`close` closes them all.
+
+    A reader acquires its consumer when its first record is requested and releases it when
+    it ends or is closed, so closing early (``take``) gives the consumer back at once.
+    """
+
+    readers: list[Iterator[ConsumerRecord]]
+
+    @classmethod
+    def of(cls, readers: list[Iterator[ConsumerRecord]]) -> _ChainedReaders:
+        chained = cls.from_iterable(readers)
+        chained.readers = readers
+        return chained
+
+    def close(self) -> None:
+        for reader in self.readers:
+            reader.close()  # type: ignore[attr-defined]
+
+
 def _partition_reader(
     kafka_config: Mapping[str, Any], settings: ReadSettings
 ) -> Callable[[int, Iterable[Any]], Iterator[ConsumerRecord]]:
     def read_partition(_split: int, descriptors: Iterable[Any]) -> Iterator[ConsumerRecord]:
         # Drain the input first: a Python worker whose input was not fully read is not reused,
-        # and with it would go its cached consumers.
-        for descriptor in list(descriptors):
-            yield from read_range(descriptor, kafka_config, settings)
+        # and with it would go its cached consumers. The ranges are chained in C, so each
+        # record passes through no Python frame but the range reader's.
+        readers = [read_range(descriptor, kafka_config, settings) for descriptor in descriptors]
+        return _ChainedReaders.of(readers)
 
     return read_partition
 
@@ -203,11 +226,15 @@ def _located_jrdd(
     pickler = CPickleSerializer()
     to_seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq
     pairs = jvm.java.util.ArrayList()
+    host_seqs: dict[str | None, Any] = {}  # one JVM Seq per distinct location (few executors)
     for descriptor, location in zip(descriptors, locations):
-        hosts = jvm.java.util.ArrayList()
-        if location:
-            hosts.add(location)
-        pairs.add(jvm.scala.Tuple2(bytearray(pickler.dumps(descriptor)), to_seq(hosts)))
+        hosts = host_seqs.get(location)
+        if hosts is None:
+            hosts = jvm.java.util.ArrayList()
+            if location:
+                hosts.add(location)
+            hosts = host_seqs[location] = to_seq(hosts)
+        pairs.add(jvm.scala.Tuple2(bytearray(pickler.dumps(descriptor)), hosts))
     byte_array = jvm.scala.reflect.ClassTag.apply(jvm.java.lang.Class.forName("[B"))
     # makeRDD puts element i alone in partition i and records its preferred locations.
     return sc._jsc.sc().makeRDD(to_seq(pairs), byte_array).toJavaRDD()

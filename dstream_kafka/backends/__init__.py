@@ -15,7 +15,7 @@ Both take the executor parameters of :func:`~dstream_kafka.kafka_params.fix_kafk
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from dstream_kafka.errors import ConfigurationError
@@ -43,17 +43,30 @@ class OffsetOutOfRange(Exception):
 class ConsumerBackend(Protocol):
     """One client assigned to one topic partition; not thread-safe.
 
-    The client is created by the constructor. Offsets are absolute; records come back as
-    :class:`~dstream_kafka.record.ConsumerRecord` in offset order, deserialized.
+    The client is created by the constructor. Offsets are absolute. :meth:`fetch` returns
+    the client's own record objects ("items"), in offset order; :attr:`offset_of` reads an
+    item's offset (a C-level callable, so a whole batch can be checked at once) and
+    :meth:`to_record` turns an item into a deserialized
+    :class:`~dstream_kafka.record.ConsumerRecord` when it is handed out, so records are
+    built one at a time rather than a batch at a time.
     """
+
+    #: ``offset_of(item)``: the offset of an item returned by :meth:`fetch`.
+    offset_of: Callable[[Any], int]
+
+    def to_record(self, item: Any) -> ConsumerRecord:
+        """Return ``item`` as a deserialized record."""
 
     def seek(self, offset: int) -> None:
         """Make the next :meth:`fetch` start at ``offset``, dropping prefetched data."""
 
-    def fetch(self, timeout_ms: int) -> list[ConsumerRecord]:
-        """Return the next records (waiting up to ``timeout_ms`` for the first one), or [].
+    def fetch(self, timeout_ms: int, max_records: int | None = None) -> list[Any]:
+        """Return the next items (waiting up to ``timeout_ms`` for the first one), or [].
 
-        Raises :class:`OffsetOutOfRange` when the fetch position is outside the log.
+        Only records, no error or end-of-partition events; at most ``max_records``
+        (``None``: the backend's batch size, which ``max.poll.records`` caps when set); the
+        rest stays in the client for the next call. Raises :class:`OffsetOutOfRange` when
+        the fetch position is outside the log.
         """
 
     def position(self) -> int:

@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install dstream_kafka[fast]"
 #: Records taken from librdkafka's queue per call (``max.poll.records`` overrides it).
-DEFAULT_BATCH = 1000
+DEFAULT_BATCH = 10000
 
 # kafka-python keyword -> librdkafka property, values passed as they are.
 _SAME = {
@@ -245,6 +245,8 @@ class ConfluentBackend:
         self._key = _decoder(config.get("key_deserializer"), topic)
         self._value = _decoder(config.get("value_deserializer"), topic)
         self._consumer = ck.Consumer(conf)
+        self.offset_of = ck.Message.offset
+        self._error_of = ck.Message.error
         self._assigned = False
         self._position = -1
         self._floor = 0
@@ -266,9 +268,9 @@ class ConfluentBackend:
         self._position = offset
         self._floor = offset
 
-    def fetch(self, timeout_ms: int) -> list[ConsumerRecord]:
+    def fetch(self, timeout_ms: int, max_records: int | None = None) -> list[Any]:
         consumer = self._consumer
-        batch = self._batch
+        batch = self._batch if max_records is None else min(max_records, self._batch)
         # consume(n, timeout) waits until n messages or the timeout: take what is queued, and
         # only when nothing is, wait for one message and then take what followed it.
         messages = consumer.consume(batch, 0)
@@ -278,44 +280,45 @@ class ConfluentBackend:
                 messages.extend(consumer.consume(batch - 1, 0))
         if not messages:
             return []
-        topic, partition, floor = self.topic, self.partition, self._floor
-        key_decode, value_decode = self._key, self._value
-        new = tuple.__new__
+        # Usually every message is a record at or past the last seek: checked in C, kept as is.
+        if any(map(self._error_of, messages)) or messages[0].offset() < self._floor:
+            messages = self._records_only(messages)
+        if messages:
+            self._position = max(self._position, messages[-1].offset() + 1)
+        return messages
+
+    def _records_only(self, messages: list[Any]) -> list[Any]:
+        floor = self._floor
         records = []
-        append = records.append
         for message in messages:
             if message.error() is not None:
                 self._on_error(message)
-                continue
-            offset = message.offset()
-            if offset < floor:  # prefetched before a seek (librdkafka#2256): never returned
-                continue
-            ts_type, timestamp = message.timestamp()
-            headers = message.headers()
-            key = message.key()
-            value = message.value()
-            if key_decode is not None:
-                key = key_decode(key, headers)
-            if value_decode is not None:
-                value = value_decode(value, headers)
-            append(
-                new(
-                    ConsumerRecord,
-                    (
-                        topic,
-                        partition,
-                        offset,
-                        timestamp if ts_type else -1,
-                        _TIMESTAMP_TYPES.get(ts_type, -1),
-                        key,
-                        value,
-                        tuple(headers) if headers else (),
-                    ),
-                )
-            )
-        if records:
-            self._position = max(self._position, records[-1].offset + 1)
+            elif message.offset() >= floor:  # older ones were prefetched before a seek
+                records.append(message)  # (librdkafka#2256): never returned
         return records
+
+    def to_record(self, message: Any) -> ConsumerRecord:
+        ts_type, timestamp = message.timestamp()
+        headers = message.headers()
+        key = message.key()
+        value = message.value()
+        if self._key is not None:
+            key = self._key(key, headers)
+        if self._value is not None:
+            value = self._value(value, headers)
+        return tuple.__new__(
+            ConsumerRecord,
+            (
+                self.topic,
+                self.partition,
+                message.offset(),
+                timestamp if ts_type else -1,
+                _TIMESTAMP_TYPES[ts_type],
+                key,
+                value,
+                tuple(headers) if headers else (),
+            ),
+        )
 
     def _on_error(self, message: Any) -> None:
         error = message.error()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any
 
 from dstream_kafka.backends import OffsetOutOfRange
@@ -13,21 +14,21 @@ __all__ = ["KafkaPythonBackend"]
 
 log = logging.getLogger(__name__)
 
+#: Records taken from the client per poll unless ``max.poll.records`` is set. kafka-python
+#: sends the next fetch only once a poll has drained the previous one, so a poll that takes
+#: a whole fetch (about 9,000 records of 100 B with the 1 MiB default) lets that fetch run
+#: while the records are processed; its default of 500 leaves the fetch for the next poll.
+DEFAULT_BATCH = 10000
+
 
 def _to_record(r: Any) -> ConsumerRecord:
-    # tuple.__new__ skips the NamedTuple constructor's argument handling: this runs per record.
+    # Runs per record: kafka-python's ConsumerRecord is a tuple (topic, partition,
+    # leader_epoch, offset, timestamp, timestamp_type, key, value, headers, ...), read by
+    # index, and tuple.__new__ skips the NamedTuple constructor's argument handling.
+    headers = r[8]
     return tuple.__new__(
         ConsumerRecord,
-        (
-            r.topic,
-            r.partition,
-            r.offset,
-            r.timestamp,
-            r.timestamp_type,
-            r.key,
-            r.value,
-            tuple(r.headers) if r.headers else (),
-        ),
+        (r[0], r[1], r[3], r[4], r[5], r[6], r[7], tuple(headers) if headers else ()),
     )
 
 
@@ -36,7 +37,11 @@ class KafkaPythonBackend:
 
     The client gets no ``group_id``: it only reads assigned partitions and never commits, and
     with a group id kafka-python would look up the group coordinator on every poll.
+    Fetched items are kafka-python's own records.
     """
+
+    offset_of = staticmethod(itemgetter(3))  # kafka-python's ConsumerRecord.offset
+    to_record = staticmethod(_to_record)
 
     def __init__(self, topic: str, partition: int, config: Mapping[str, Any]) -> None:
         from kafka import KafkaConsumer
@@ -51,6 +56,7 @@ class KafkaPythonBackend:
             decode = config.get(name)
             if decode is not None and not isinstance(decode, Deserializer):
                 config[name] = DeserializeWrapper(decode)
+        self._batch = int(config.get("max_poll_records") or DEFAULT_BATCH)
         consumer = KafkaConsumer(**config)
         consumer.assign([self.topic_partition])
         self._consumer = consumer
@@ -58,14 +64,17 @@ class KafkaPythonBackend:
     def seek(self, offset: int) -> None:
         self._consumer.seek(self.topic_partition, offset)
 
-    def fetch(self, timeout_ms: int) -> list[ConsumerRecord]:
+    def fetch(self, timeout_ms: int, max_records: int | None = None) -> list[Any]:
         from kafka.errors import OffsetOutOfRangeError
 
+        limit = self._batch if max_records is None else min(max_records, self._batch)
         try:
-            batch = self._consumer.poll(timeout_ms=timeout_ms).get(self.topic_partition)
+            batch = self._consumer.poll(timeout_ms=timeout_ms, max_records=limit).get(
+                self.topic_partition
+            )
         except OffsetOutOfRangeError:
             raise OffsetOutOfRange() from None
-        return [_to_record(r) for r in batch] if batch else []
+        return batch or []
 
     def position(self) -> int:
         # kafka-python moves the position past control batches and aborted batches.
