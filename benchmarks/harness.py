@@ -4,12 +4,19 @@ Order of a run:
 
 1. record the machine (cores, memory, load, versions);
 2. start one Kafka broker on 127.0.0.1 and fill one topic per workload with Kafka's
-   ProducerPerformance (``bytes`` values for ``drain``, JSON values for ``json``);
+   ProducerPerformance (``bytes`` values for ``drain``, JSON values for ``json``, an idle empty
+   topic for ``overhead``, an empty topic for ``steady``, whose runs start their own producer
+   per rate step (:mod:`benchmarks.steady`), ``--eo-batches`` x 1,000 records for
+   ``exactly-once``, one topic per partition count for ``partitions``, which runs as
+   sub-workloads ``partitions-p<N>``); start PostgreSQL and ZooKeeper for ``exactly-once``;
 3. prepare the JVM contenders (resolve connector jars, compile ``DStreamDrain.java``) outside
    any timed region;
 4. for every workload, run ``warmup + repetitions`` rounds; each round runs every selected
    contender once, in the same order (ABCABC), each in a fresh process; round 0 is the warm-up
-   and is labelled and excluded from statistics;
+   and is labelled and excluded from statistics. The per-batch workloads (``overhead``,
+   ``steady``, ``exactly-once``: :data:`BATCH_WORKLOADS`) pool many batches per run and drop
+   each run's own warm-up batches or step, so they run ``--batch-repetitions`` rounds and no
+   warm-up round;
 5. write ``results.json`` (every run, the machine, the summary, the goals), ``report.md`` and
    ``chart.png``, and print the report.
 
@@ -21,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,14 +38,31 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.broker import TopicInfo, fill_topic, start_broker
-from benchmarks.contenders import CONTENDERS, WORKLOADS, contenders_for
+from benchmarks.contenders import (
+    CONTENDERS,
+    EO_BATCH_SECONDS,
+    EO_RECORDS_PER_PARTITION,
+    LATENCY_WORKLOADS,
+    WORKLOADS,
+    contenders_for,
+    workload_kind,
+)
 from benchmarks.monitor import TreeSampler, machine_facts
-from benchmarks.report import check_goals, markdown_report, summarize
+from benchmarks.report import all_goals, markdown_report, summarize, summarize_latency
+from benchmarks.report_steady import summarize_steady
 
-__all__ = ["main", "parse_args"]
+__all__ = ["main", "parse_args", "expand_plan", "workload_options", "rounds_for"]
 
 _REPO = Path(__file__).resolve().parents[1]
-QUICK = {"records": 200_000, "repetitions": 1, "warmup": 0}
+QUICK = {"records": 200_000, "repetitions": 1, "warmup": 0, "overhead_seconds": 2.0,
+         "min_batches": 5, "outputs": "count,job", "eo_batches": 20, "partition_counts": "1,16",
+         "rates": "10000,50000", "steady_seconds": 8.0}
+#: Batches excluded at the start of every latency configuration (consumer creation, first job).
+LATENCY_WARMUP_BATCHES = 2
+#: Workloads whose runs pool many batches and drop their own warm-up: ``--batch-repetitions``.
+BATCH_WORKLOADS = ("overhead", "steady", "exactly-once")
+#: Steady workload: seconds of the warm-up step at the first rate that every run starts with.
+STEADY_WARMUP_SECONDS = 4.0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -59,8 +84,37 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=None,
                    help="output folder (benchmarks/results/<UTC timestamp>)")
     p.add_argument("--run-timeout", type=float, default=900.0, help="seconds before a run is killed")
+    p.add_argument("--intervals", default="0.1,0.25,0.5,1",
+                   help="overhead: batch intervals in seconds (0.1,0.25,0.5,1)")
+    p.add_argument("--outputs", default="count,job,job-nocommit",
+                   help="overhead: output operations, from count,job,job-nocommit (all)")
+    p.add_argument("--overhead-seconds", type=float, default=20.0,
+                   help="overhead: measured seconds per interval and output (20)")
+    p.add_argument("--min-batches", type=int, default=20,
+                   help="overhead: at least this many measured batches per configuration (20)")
+    p.add_argument("--eo-batches", type=int, default=100,
+                   help="exactly-once: batches of 1,000 records each store streams (100)")
+    p.add_argument("--eo-stores", default="",
+                   help="exactly-once: comma-separated store variants (all): "
+                        "none,kafka-commitAsync,kafka,checkpoint,zookeeper,sqlite,sqlite-tx,"
+                        "postgres,postgres-tx")
+    p.add_argument("--partition-counts", default="1,2,4,8,16",
+                   help="partitions: partition counts (1,2,4,8,16)")
+    p.add_argument("--rates", default="10000,25000,50000,100000",
+                   help="steady: producer rate steps in records/s (10000,25000,50000,100000)")
+    p.add_argument("--steady-seconds", type=float, default=20.0,
+                   help="steady: seconds the producer writes per rate step (20)")
+    p.add_argument("--steady-interval", type=float, default=1.0,
+                   help="steady: batch interval / trigger of every contender, seconds (1)")
+    p.add_argument("--batch-repetitions", type=int, default=1,
+                   help="overhead, steady, exactly-once: measured rounds and no warm-up round "
+                        "(every run drops its own warm-up batches or step and pools many "
+                        "batches) (1)")
     p.add_argument("--quick", action="store_true",
-                   help="smoke run: 200,000 records, 1 repetition, no warm-up (a few minutes)")
+                   help="smoke run: 200,000 records, 1 repetition, no warm-up; overhead: outputs "
+                        "count,job, 2 s (at least 5 batches) per configuration; exactly-once: 20 "
+                        "batches; partitions 1,16; steady: rates 10000,50000, 8 s each "
+                        "(a few minutes per workload)")
     args = p.parse_args(argv)
     if args.quick:
         defaults = {a.dest: a.default for a in p._actions}
@@ -75,6 +129,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for c in args.contenders:
         if c not in CONTENDERS:
             p.error(f"unknown contender {c!r}; choose from {', '.join(CONTENDERS)}")
+    try:
+        args.intervals = [float(x) for x in args.intervals.split(",") if x]
+        args.partition_counts = [int(x) for x in str(args.partition_counts).split(",") if x]
+        args.rates = [int(float(x)) for x in str(args.rates).split(",") if x]
+    except ValueError as exc:
+        p.error(f"--intervals / --partition-counts / --rates: {exc}")
+    if not args.rates or min(args.rates) <= 0:
+        p.error("--rates needs positive records/s")
+    if args.steady_seconds <= 0 or args.steady_interval <= 0 or args.batch_repetitions < 1:
+        p.error("--steady-seconds and --steady-interval must be positive, --batch-repetitions >= 1")
+    if not args.intervals or min(args.intervals) <= 0:
+        p.error("--intervals needs positive seconds")
+    if not args.partition_counts or min(args.partition_counts) < 1:
+        p.error("--partition-counts needs counts >= 1")
+    args.outputs = [o for o in args.outputs.split(",") if o]
+    from benchmarks.adapter import OVERHEAD_OUTPUTS
+    from benchmarks.adapter_stores import STORE_VARIANTS
+
+    for o in args.outputs:
+        if o not in OVERHEAD_OUTPUTS:
+            p.error(f"unknown output {o!r}; choose from {', '.join(OVERHEAD_OUTPUTS)}")
+    args.eo_stores = [v for v in args.eo_stores.split(",") if v] or list(STORE_VARIANTS)
+    for v in args.eo_stores:
+        if v not in STORE_VARIANTS:
+            p.error(f"unknown store variant {v!r}; choose from {', '.join(STORE_VARIANTS)}")
     if args.out is None:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         args.out = _REPO / "benchmarks" / "results" / stamp
@@ -103,6 +182,8 @@ class Runner:
         self.java_classpath: str | None = None
         self.versions: dict[str, str] = {}
         self.counter = 0
+        #: Per-workload options handed to the contender in its spec (intervals, services...).
+        self.options: dict[str, dict[str, Any]] = {}
 
     def prepare(self, names: set[str]) -> None:
         """Resolve jars and compile Java once, outside every timed region."""
@@ -127,8 +208,9 @@ class Runner:
         run_id = f"{self.counter:03d}-{workload}-{name}"
         logs = self.out / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        spec = {"contender": name, "workload": workload, "bootstrap": self.bootstrap,
-                "topic": topic.to_json(), "run_id": self.counter, "processes": 2,
+        spec = {"contender": name, "workload": workload, "kind": workload_kind(workload),
+                "bootstrap": self.bootstrap, "topic": topic.to_json(), "run_id": self.counter,
+                "processes": 2, "options": self.options.get(workload, {}),
                 "result_path": str(logs / f"{run_id}.result.json")}
         spec_path = logs / f"{run_id}.spec.json"
         spec_path.write_text(json.dumps(spec))
@@ -149,9 +231,11 @@ class Runner:
                 stdout = b""
                 try:
                     stdout, _ = proc.communicate(timeout=self.timeout)
-                except subprocess.TimeoutExpired:
+                except BaseException as exc:  # timeout, or the run is being interrupted
                     proc.kill()
                     proc.communicate()
+                    if not isinstance(exc, subprocess.TimeoutExpired):
+                        raise
                     record["error"] = f"killed after {self.timeout:.0f}s"
         record["process_seconds"] = time.perf_counter() - t0
         record["broker_cpu_seconds"] = self._broker_cpu() - broker0
@@ -176,7 +260,68 @@ class Runner:
             record["error"] = result["error"]
             record["traceback"] = result.get("traceback")
             return record
+        if workload in LATENCY_WORKLOADS:
+            return self._finish_latency(record, result, topic)
+        if workload == "steady":
+            return self._finish_steady(record, result)
         return self._finish(record, result, topic)
+
+    @staticmethod
+    def _finish_latency(record: dict[str, Any], result: dict[str, Any], topic: TopicInfo) -> dict[str, Any]:
+        """A latency run: keep every configuration's per-batch rows; check what each one read.
+
+        ``overhead`` configurations must read nothing (the topic is idle); ``exactly-once`` ones
+        must each read the whole topic once. A configuration that fails either way, or raised,
+        carries an ``error`` and adds no rows; the run is ok when at least one configuration is.
+        """
+        latency = result.get("latency") or {}
+        expected = topic.records
+        from benchmarks.adapter import work_ms
+
+        for config, data in latency.items():
+            if data.get("error"):
+                continue
+            for row in data.get("rows") or []:
+                if "work" not in row:  # the JVM program reports plan and output only
+                    row["work"] = work_ms(row)
+            read = sum(int(r.get("records") or 0) for r in
+                       [*(data.get("rows") or []), *(data.get("warmup_rows") or [])])
+            if record["workload"] == "exactly-once":
+                read = int(data.get("records", read))
+            if read != expected:
+                data["error"] = f"read {read} records, the topic holds {expected}"
+            elif not data.get("rows"):
+                data["error"] = "no measured batches"
+        cpu = result.get("cpu_seconds")
+        record.update(kind="latency", records=int(result.get("records") or 0), expected=expected,
+                      seconds=float(result.get("seconds") or 0.0), checksum=None,
+                      extra=result.get("extra", {}), latency=latency, records_per_s=None,
+                      mb_per_s=None, cpu_seconds=cpu, cpu_s_per_million=None,
+                      cpu_scope="timed region, process tree" if cpu is not None else "not measured")
+        good = [c for c, d in latency.items() if not d.get("error")]
+        if not good:
+            errors = {c: d.get("error") for c, d in latency.items()}
+            record["error"] = f"no configuration succeeded: {errors}" if errors else "no configurations"
+            return record
+        record["ok"] = True
+        return record
+
+    @staticmethod
+    def _finish_steady(record: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        """A steady run: keep its rate steps; ok when at least one measured step has batches."""
+        steps = result.get("steps") or []
+        records, cpu = int(result.get("records") or 0), result.get("cpu_seconds")
+        record.update(kind="steady", records=records, expected=None, checksum=None,
+                      seconds=float(result.get("seconds") or 0.0), extra=result.get("extra", {}),
+                      steps=steps, records_per_s=None, mb_per_s=None, cpu_seconds=cpu,
+                      cpu_s_per_million=cpu / records * 1e6 if cpu is not None and records else None,
+                      cpu_scope="rate steps, process tree without the producer")
+        if not any(s.get("batches") for s in steps if not s.get("warmup")):
+            skipped = next((s["skipped"] for s in steps if s.get("skipped")), None)
+            record["error"] = "no measured step committed a batch" + (f": {skipped}" if skipped else "")
+            return record
+        record["ok"] = True
+        return record
 
     @staticmethod
     def _finish(record: dict[str, Any], result: dict[str, Any], topic: TopicInfo) -> dict[str, Any]:
@@ -209,46 +354,197 @@ def _check_checksums(runs: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
+def expand_plan(workloads: list[str], selected: list[str], partition_counts: list[int]) -> dict[str, list]:
+    """Map every workload to its contenders; ``partitions`` becomes ``partitions-p<N>`` per count."""
+    plan: dict[str, list] = {}
+    for w in workloads:
+        contenders = contenders_for(w, selected)
+        if not contenders:
+            continue
+        if w == "partitions":
+            for n in partition_counts:
+                plan[f"partitions-p{n}"] = contenders
+        else:
+            plan[w] = contenders
+    return plan
+
+
+def rounds_for(workload: str, args: argparse.Namespace) -> tuple[int, int]:
+    """``(warm-up rounds, measured rounds)`` of a (sub-)workload."""
+    if workload in BATCH_WORKLOADS:
+        return 0, args.batch_repetitions
+    return args.warmup, args.repetitions
+
+
+def workload_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The options each latency workload's contenders receive in their spec."""
+    return {
+        "overhead": {"intervals": args.intervals, "outputs": args.outputs,
+                     "overhead_seconds": args.overhead_seconds, "min_batches": args.min_batches,
+                     "warmup_batches": LATENCY_WARMUP_BATCHES},
+        "steady": {"steady_rates": args.rates, "steady_seconds": args.steady_seconds,
+                   "steady_interval": args.steady_interval, "value_bytes": args.value_bytes,
+                   "steady_warmup_seconds": STEADY_WARMUP_SECONDS},
+        "exactly-once": {"eo_variants": args.eo_stores, "eo_batches": args.eo_batches,
+                         "eo_records_per_partition": EO_RECORDS_PER_PARTITION,
+                         "eo_batch_seconds": EO_BATCH_SECONDS, "warmup_batches": LATENCY_WARMUP_BATCHES},
+    }
+
+
+def _prepare_topic(cluster: Any, workload: str, args: argparse.Namespace, workdir: Path,
+                   log: Path) -> TopicInfo:
+    if workload in ("overhead", "steady"):  # created empty; steady's runs write their own records
+        name = f"bench-{workload}-p{args.partitions}"
+        cluster.create_topic(name, partitions=args.partitions, replication_factor=1)
+        ends = {int(p): int(o) for p, o in cluster.end_offsets(name).items()}
+        return TopicInfo(name=name, partitions=args.partitions, records=0,
+                         value_bytes=args.value_bytes, kind="bytes", end_offsets=ends)
+    if workload == "exactly-once":
+        records = args.eo_batches * EO_RECORDS_PER_PARTITION * args.partitions
+        return fill_topic(cluster, f"bench-exactly-once-p{args.partitions}", args.partitions, records,
+                          args.value_bytes, "bytes", workdir, log)
+    if workload.startswith("partitions-p"):
+        n = int(workload[len("partitions-p"):])
+        return fill_topic(cluster, f"bench-partitions-p{n}", n, args.records, args.value_bytes,
+                          "bytes", workdir, log)
+    kind = "json" if workload == "json" else "bytes"
+    return fill_topic(cluster, f"bench-{workload}-p{args.partitions}", args.partitions, args.records,
+                      args.value_bytes, kind, workdir, log)
+
+
+class _Services:
+    """PostgreSQL and ZooKeeper for the exactly-once workload; a failed start is recorded, not fatal."""
+
+    def __init__(self) -> None:
+        self.started: list[Any] = []
+        self.params: dict[str, Any] = {}
+
+    def start(self, stores: list[str]) -> dict[str, Any]:
+        if any(v.startswith("postgres") for v in stores):
+            try:
+                from dstream_kafka.services.postgres import PostgresServer
+
+                server = PostgresServer(dbname="bench").start()
+                self.started.append(server)
+                self.params["postgres"] = server.dsn_params()
+            except Exception as exc:
+                self.params["postgres_error"] = f"{type(exc).__name__}: {exc}"
+        if "zookeeper" in stores:
+            try:
+                from dstream_kafka.services.zookeeper import ZooKeeperServer
+
+                server = ZooKeeperServer().start()
+                self.started.append(server)
+                self.params["zookeeper"] = server.hosts
+            except Exception as exc:
+                self.params["zookeeper_error"] = f"{type(exc).__name__}: {exc}"
+        return self.params
+
+    def stop(self) -> None:
+        for server in reversed(self.started):
+            try:
+                server.stop()
+            except Exception as exc:  # pragma: no cover - best effort at exit
+                print(f"benchmarks: stopping {type(server).__name__} failed: {exc}", flush=True)
+
+
+def _status(rec: dict[str, Any]) -> str:
+    if not rec.get("ok"):
+        return f"FAILED: {str(rec.get('error'))[:200]}"
+    if rec.get("kind") == "steady":
+        return "; ".join(
+            f"{s['step']} skipped" if s.get("skipped") else
+            f"{s['step']} p50 {s['latency_ms']['p50']} ms p99 {s['latency_ms']['p99']} ms "
+            f"{'stable' if s.get('stable') else 'NOT stable' if s.get('stable') is False else 'not judged'}"
+            for s in rec.get("steps") or [] if not s.get("warmup"))[:600]
+    if rec.get("kind") != "latency":
+        return f"{rec['records_per_s']:>12,.0f} rec/s"
+    parts = []
+    for config, data in (rec.get("latency") or {}).items():
+        if data.get("error"):
+            parts.append(f"{config} FAILED")
+            continue
+        key = "total" if rec["workload"] == "overhead" else "store_cost"
+        vals = sorted(r[key] for r in data.get("rows") or [] if r.get(key) is not None)
+        if vals:
+            parts.append(f"{config} {key} p50 {vals[len(vals) // 2]:.1f} ms")
+    return "; ".join(parts)[:600]
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # A long run stopped with SIGTERM (or SIGINT, which a background job ignores) still stops
+    # its broker and services and writes the report of the runs it finished.
+    signal.signal(signal.SIGTERM, _interrupt)
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    plan = expand_plan(args.workloads, args.contenders, args.partition_counts)
+    options = workload_options(args)
     meta: dict[str, Any] = {"command": " ".join(sys.argv), "records": args.records,
                             "value_bytes": args.value_bytes, "partitions": args.partitions,
                             "repetitions": args.repetitions, "warmup": args.warmup,
-                            "machine": machine_facts(),
+                            "batch_repetitions": args.batch_repetitions,
+                            "quick": args.quick, "machine": machine_facts(),
                             "started_utc": datetime.now(timezone.utc).isoformat()}
-    plan = {w: contenders_for(w, args.contenders) for w in args.workloads}
-    plan = {w: cs for w, cs in plan.items() if cs}
+    described = {}
+    if "overhead" in plan:
+        described["overhead intervals (s)"] = ",".join(f"{i:g}" for i in args.intervals)
+        described["overhead outputs"] = ",".join(args.outputs)
+        described["overhead batches per configuration"] = (
+            f"max({args.min_batches}, {args.overhead_seconds:g} s / interval) after "
+            f"{LATENCY_WARMUP_BATCHES} warm-up batches")
+    if "exactly-once" in plan:
+        described["exactly-once"] = (f"{args.eo_batches} batches x "
+                                     f"{EO_RECORDS_PER_PARTITION * args.partitions:,} records per store, "
+                                     f"{EO_BATCH_SECONDS:g} s interval, stores {','.join(args.eo_stores)}")
+    if any(w.startswith("partitions-p") for w in plan):
+        described["partition counts"] = ",".join(map(str, args.partition_counts))
+    if "steady" in plan:
+        meta["steady_interval"] = args.steady_interval
+        described["steady"] = (f"rates {' / '.join(f'{r:,}' for r in args.rates)} records/s, "
+                               f"{args.steady_seconds:g} s each after a {STEADY_WARMUP_SECONDS:g} s "
+                               f"warm-up step, {args.steady_interval:g} s batches")
+    meta["workload_options"] = described
     print(f"benchmarks: writing to {args.out}", flush=True)
     runs: list[dict[str, Any]] = []
+    services = _Services()
     cluster = start_broker()
     try:
         workdir = Path(tempfile.mkdtemp(prefix="bench-"))
         topics: dict[str, TopicInfo] = {}
         for workload in plan:
-            kind = "json" if workload == "json" else "bytes"
-            name = f"bench-{workload}-p{args.partitions}"
             t = time.perf_counter()
-            topics[workload] = fill_topic(cluster, name, args.partitions, args.records,
-                                          args.value_bytes, kind, workdir, args.out / "producer.log")
-            print(f"  filled {name}: {args.records:,} records in {time.perf_counter() - t:.1f}s", flush=True)
+            topics[workload] = _prepare_topic(cluster, workload, args, workdir, args.out / "producer.log")
+            print(f"  prepared {topics[workload].name}: {topics[workload].records:,} records in "
+                  f"{time.perf_counter() - t:.1f}s", flush=True)
         meta["topics"] = {w: t.to_json() for w, t in topics.items()}
+        if "exactly-once" in plan:
+            options["exactly-once"]["services"] = services.start(args.eo_stores)
+            meta["services"] = {k: (v if k.endswith("_error") else "started")
+                                for k, v in options["exactly-once"]["services"].items()}
         broker_pid = next(iter(cluster.broker_pids().values()))
         runner = Runner(args.out, cluster.bootstrap_servers, broker_pid, args.run_timeout)
+        runner.options = options
         runner.prepare({c.name for cs in plan.values() for c in cs})
         meta["connector_versions"] = runner.versions
         for workload, contenders in plan.items():
-            for round_no in range(args.warmup + args.repetitions):
-                warm = round_no < args.warmup
+            warmups, reps = rounds_for(workload, args)
+            for round_no in range(warmups + reps):
+                warm = round_no < warmups
                 for contender in contenders:
                     rec = runner.run(contender.name, workload, topics[workload], round_no, warm)
                     runs.append(rec)
-                    status = (f"{rec['records_per_s']:>12,.0f} rec/s" if rec.get("ok")
-                              else f"FAILED: {str(rec.get('error'))[:200]}")
                     print(f"  [{workload} r{round_no}{' warm-up' if warm else ''}] "
-                          f"{contender.name:<22} {status}", flush=True)
+                          f"{contender.name:<22} {_status(rec)}", flush=True)
+    except KeyboardInterrupt:  # SIGINT or SIGTERM: report what was measured so far
+        meta["interrupted"] = f"interrupted after {len(runs)} runs; the rest did not run"
+        print(f"benchmarks: {meta['interrupted']}", flush=True)
     finally:
+        services.stop()
         cluster.stop()
     meta["elapsed_seconds"] = time.perf_counter() - started
     meta["checksum_problems"] = _check_checksums(runs)
@@ -257,15 +553,18 @@ def main(argv: list[str] | None = None) -> int:
     if meta["checksum_problems"]:
         report += "\n## Checksum disagreements\n\n" + "\n".join(f"- {p}" for p in meta["checksum_problems"])
     (args.out / "results.json").write_text(json.dumps(
-        {"meta": meta, "runs": runs, "summary": summary, "goals": check_goals(summary)},
+        {"meta": meta, "runs": runs, "summary": summary, "latency_summary": summarize_latency(runs),
+         "steady_summary": summarize_steady(runs), "goals": all_goals(runs)},
         indent=2, default=str))
     (args.out / "report.md").write_text(report + "\n")
     try:
         from benchmarks.chart import write_chart
 
-        write_chart(summary, args.out / "chart.png", meta)
+        write_chart(summary, args.out / "chart.png", meta, summarize_latency(runs), summarize_steady(runs))
     except ImportError as exc:
         print(f"benchmarks: no chart ({exc}); pip install matplotlib", flush=True)
     print(report)
     print(f"benchmarks: done in {meta['elapsed_seconds']:.0f}s; results in {args.out}")
-    return 0 if all(r.get("ok") for r in runs) else 1
+    config_failed = any(isinstance(d, dict) and d.get("error")
+                        for r in runs for d in (r.get("latency") or {}).values())
+    return 0 if all(r.get("ok") for r in runs) and not config_failed else 1

@@ -3,7 +3,8 @@
 Peak memory is sampled (every 100 ms) over the whole tree of the contender's process and split
 into the *driver* side (the root process and any JVM it starts: Spark's driver and, in local
 mode, its executors) and the *workers* (every other Python process: PySpark's daemon and
-workers, or a raw loop's reader processes). CPU seconds come from the contender itself for its
+workers, or a raw loop's reader processes); a load generator the contender starts (the steady
+workload's producer) is left out. CPU seconds come from the contender itself for its
 timed region when it can tell them (:func:`tree_cpu_seconds`), otherwise from ``wait4`` over the
 whole process lifetime, which the report marks.
 """
@@ -19,7 +20,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TreeSampler", "tree_cpu_seconds", "machine_facts", "Usage"]
+__all__ = ["TreeSampler", "tree_cpu_seconds", "machine_facts", "Usage", "LOAD_GENERATOR_MARK"]
+
+#: A process whose command line holds this is a load generator (the steady workload's producer,
+#: see :data:`benchmarks.steady.PRODUCER_MARK`): left out of the contender's peak memory.
+LOAD_GENERATOR_MARK = "org.apache.kafka.tools.ProducerPerformance"
 
 
 @dataclass
@@ -87,12 +92,15 @@ class TreeSampler:
             root = psutil.Process(self.pid)
         except psutil.Error:
             return
+        load_generators: dict[int, bool] = {}
         while not self._stop.is_set():
             driver = workers = 0
             procs = _tree(root)
             if not procs:
                 break
             for proc in procs:
+                if _is_load_generator(proc, load_generators):
+                    continue
                 try:
                     rss = proc.memory_info().rss
                     self.usage.names.add(proc.name())
@@ -109,6 +117,18 @@ class TreeSampler:
             u.peak_rss_workers_mb = max(u.peak_rss_workers_mb, workers / 2**20)
             u.peak_rss_total_mb = max(u.peak_rss_total_mb, (driver + workers) / 2**20)
             self._stop.wait(self.interval)
+
+
+def _is_load_generator(proc: Any, seen: dict[int, bool]) -> bool:
+    """True for the steady workload's producer JVM (a child of the contender, not part of it)."""
+    import psutil
+
+    if proc.pid not in seen:
+        try:
+            seen[proc.pid] = any(LOAD_GENERATOR_MARK in part for part in proc.cmdline())
+        except psutil.Error:
+            return False
+    return seen[proc.pid]
 
 
 def tree_cpu_seconds(pid: int | None = None) -> float:

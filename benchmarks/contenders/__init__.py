@@ -9,15 +9,29 @@ own process tree over that region.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-__all__ = ["Contender", "CONTENDERS", "WORKLOADS", "contenders_for"]
+__all__ = ["Contender", "CONTENDERS", "WORKLOADS", "LATENCY_WORKLOADS", "contenders_for",
+           "FAST_BACKEND_CONF", "base_name",
+           "EO_BATCH_SECONDS", "EO_RECORDS_PER_PARTITION",
+           "overhead_batches", "workload_kind"]
 
 #: Workload names and what they measure.
 WORKLOADS = {
     "drain": "1. drain and count every record of the topic",
     "json": "2. json.loads of each value and a field sum",
+    "overhead": "3. empty-batch overhead on an idle topic at 0.1-1 s intervals, per phase",
+    "steady": "4. steady producer rate steps: end-to-end latency p50/p99 and the highest rate held",
+    "exactly-once": "5. offset store cost per batch: PostgreSQL exactly-once sink and the other stores",
+    "partitions": "6. drain throughput at 1, 2, 4, 8 and 16 partitions",
 }
+
+#: Workloads whose runs report per-batch latencies (milliseconds per phase), not throughput.
+LATENCY_WORKLOADS = ("overhead", "exactly-once")
+#: Exactly-once workload: batch interval and records per partition per batch (1,000 over 4).
+EO_BATCH_SECONDS = 0.5
+EO_RECORDS_PER_PARTITION = 250
 
 
 @dataclass(frozen=True)
@@ -32,25 +46,37 @@ class Contender:
 
 
 CONTENDERS: dict[str, Contender] = {c.name: c for c in [
-    Contender("dk-rdd", "dstream_kafka", ("drain", "json"), "python",
+    Contender("dk-rdd", "dstream_kafka", ("drain", "json", "partitions"), "python",
               "dstream_kafka KafkaUtils.createRDD over the whole topic, mapPartitions"),
-    Contender("dk-stream", "dstream_kafka", ("drain", "json"), "python",
-              "dstream_kafka direct stream, ~10 batches (maxRatePerPartition), foreachRDD"),
-    Contender("ss-batch", "structured", ("drain",), "python",
+    Contender("dk-rdd-fast", "dstream_kafka", ("drain", "json", "partitions"), "python",
+              "dk-rdd with spark.streaming.kafka.consumer.backend=confluent-kafka"),
+    Contender("dk-stream", "dstream_kafka", ("drain", "json", "overhead", "steady", "exactly-once"),
+              "python",
+              "dstream_kafka direct stream, ~10 batches (maxRatePerPartition), foreachRDD; "
+              "overhead: empty batches per interval and output; steady: one stream through the "
+              "rate steps, commitAsync; exactly-once: one stream per store"),
+    Contender("dk-stream-fast", "dstream_kafka", ("drain", "json", "steady"), "python",
+              "dk-stream with spark.streaming.kafka.consumer.backend=confluent-kafka"),
+    Contender("ss-batch", "structured", ("drain", "partitions"), "python",
               "Structured Streaming batch read, load().count()"),
-    Contender("ss-stream", "structured", ("drain",), "python",
-              "Structured Streaming availableNow + foreachBatch count, ~10 batches"),
+    Contender("ss-stream", "structured", ("drain", "overhead", "steady", "exactly-once"), "python",
+              "Structured Streaming availableNow + foreachBatch count, ~10 batches; overhead: "
+              "processingTime trigger on the idle topic (no batch runs, durationMs per trigger); "
+              "steady: processingTime trigger, foreachBatch timestamp histogram; "
+              "exactly-once: its checkpoint's offsets + commits logs per batch (walCommit + "
+              "commitOffsets), the rival of OffsetStores.checkpoint"),
     Contender("ss-udf", "structured", ("json",), "python",
               "Structured Streaming batch read, Python UDF json.loads + sum"),
     Contender("ss-native", "structured", ("json",), "python",
               "Structured Streaming batch read, from_json + sum (no Python)"),
     Contender("java-dstream-rdd", "spark-dstream", ("drain",), "java",
               "Spark's kafka010 KafkaUtils.createRDD (Java), mapPartitions count"),
-    Contender("java-dstream-stream", "spark-dstream", ("drain",), "java",
-              "Spark's kafka010 createDirectStream (Java), ~10 batches, foreachRDD count"),
-    Contender("raw-kafka-python", "raw", ("drain", "json"), "python",
+    Contender("java-dstream-stream", "spark-dstream", ("drain", "overhead"), "java",
+              "Spark's kafka010 createDirectStream (Java), ~10 batches, foreachRDD count; "
+              "overhead: empty batches per interval and output (DStreamOverhead.java)"),
+    Contender("raw-kafka-python", "raw", ("drain", "json", "partitions"), "python",
               "kafka-python assign/seek/poll loop, 2 processes"),
-    Contender("raw-confluent", "raw", ("drain", "json"), "python",
+    Contender("raw-confluent", "raw", ("drain", "json", "partitions"), "python",
               "confluent-kafka assign/consume loop, 2 processes"),
     Contender("kafka-perf", "limit", ("drain",), "java",
               "Kafka's ConsumerPerformance tool (fetch.nMsg.sec), the broker read limit"),
@@ -61,3 +87,26 @@ def contenders_for(workload: str, selected: list[str] | None = None) -> list[Con
     """Return the contenders that run ``workload``, in registry order, filtered by name."""
     return [c for c in CONTENDERS.values()
             if workload in c.workloads and (not selected or c.name in selected)]
+
+
+def overhead_batches(interval: float, seconds: float, min_batches: int) -> int:
+    """Measured batches of one overhead configuration: ``seconds`` worth, at least ``min_batches``."""
+    if interval <= 0:
+        raise ValueError(f"interval must be positive, got {interval!r}")
+    return max(int(min_batches), int(math.ceil(seconds / interval - 1e-9)))
+
+
+#: The Spark conf that selects dstream_kafka's confluent-kafka executor backend (``*-fast``).
+FAST_BACKEND_CONF = {"spark.streaming.kafka.consumer.backend": "confluent-kafka"}
+
+
+def base_name(contender: str) -> str:
+    """The contender a ``*-fast`` variant runs (``dk-rdd-fast`` -> ``dk-rdd``)."""
+    return contender[:-len("-fast")] if contender.endswith("-fast") else contender
+
+
+def workload_kind(workload: str) -> str:
+    """The per-record work of a (sub-)workload: ``partitions-p8`` drains like ``drain``."""
+    if workload.startswith("partitions-"):
+        return "drain"
+    return workload

@@ -1,10 +1,12 @@
-"""JVM contenders: Spark's kafka010 DStream (a small Java program) and Kafka's ConsumerPerformance.
+"""JVM contenders: Spark's kafka010 DStream (small Java programs) and Kafka's ConsumerPerformance.
 
-``DStreamDrain.java`` is compiled once per run with ``javac`` against pyspark's own jars plus
-``spark-streaming-kafka-0-10`` from Maven Central (see :mod:`benchmarks.jars`). The newest 4.x
-connector there (4.1.0-preview1) was built against Spark 4.1, whose logging keys were Scala
-objects (``LogKeys$CONFIG$``); Spark 4.3 made them a Java enum. Tiny generated shim classes with
-the old names restore binary compatibility; they only name log fields and change no behaviour.
+``DStreamDrain.java`` (workload 1) and ``DStreamOverhead.java`` (workload 3: empty batches per
+interval and output, with BatchInfo and task-side timings) are compiled once per run with
+``javac`` against pyspark's own jars plus ``spark-streaming-kafka-0-10`` from Maven Central (see
+:mod:`benchmarks.jars`). The newest 4.x connector there (4.1.0-preview1) was built against Spark
+4.1, whose logging keys were Scala objects (``LogKeys$CONFIG$``); Spark 4.3 made them a Java
+enum. Tiny generated shim classes with the old names restore binary compatibility; they only
+name log fields and change no behaviour.
 
 ConsumerPerformance (``org.apache.kafka.tools.ConsumerPerformance`` in kafka-tools 4.1.1) is the
 broker read limit; its ``fetch.nMsg.sec`` column excludes the group join, as the Kafka docs
@@ -28,7 +30,9 @@ from dstream_kafka.services.kafka import kafka_classpath
 
 __all__ = ["build_dstream_drain", "java_command", "parse_consumer_perf", "JAVA_OPENS"]
 
-_SOURCE = Path(__file__).resolve().parents[1] / "java" / "DStreamDrain.java"
+_JAVA = Path(__file__).resolve().parents[1] / "java"
+#: The JVM programs: the drain (workload 1) and the empty-batch overhead (workload 3).
+_SOURCES = (_JAVA / "DStreamDrain.java", _JAVA / "DStreamOverhead.java")
 
 #: Module opens Spark's launcher adds on Java 17 (``JavaModuleOptions``); plain ``java`` needs them.
 JAVA_OPENS = ["-XX:+IgnoreUnrecognizedVMOptions", "-Djdk.reflect.useDirectMethodHandle=false",
@@ -57,7 +61,7 @@ def _log_keys(jar: Path) -> set[str]:
 
 
 def build_dstream_drain(build_dir: Path) -> tuple[str, str]:
-    """Compile DStreamDrain (and the logging shims) into ``build_dir``.
+    """Compile DStreamDrain, DStreamOverhead and the logging shims into ``build_dir``.
 
     Returns
     -------
@@ -67,7 +71,7 @@ def build_dstream_drain(build_dir: Path) -> tuple[str, str]:
     connector = next(j for j in jars if j.name.startswith("spark-streaming-kafka"))
     shim_dir = build_dir / "shim" / "org" / "apache" / "spark" / "internal"
     shim_dir.mkdir(parents=True, exist_ok=True)
-    sources = [str(_SOURCE)]
+    sources = [str(s) for s in _SOURCES]
     for key in sorted(_log_keys(connector)):
         path = shim_dir / f"LogKeys${key}$.java"
         path.write_text(_SHIM.format(key=key))
@@ -95,6 +99,12 @@ def java_command(contender: str, spec: dict[str, Any], classpath: str | None) ->
     assert classpath is not None
     from benchmarks.contenders.pyspark_contenders import STREAM_BATCH_SECONDS, _per_batch_per_partition
 
+    if spec["workload"] == "overhead":
+        opts = spec["options"]
+        return [java, "-Xmx1g", *JAVA_OPENS, "-cp", classpath, "DStreamOverhead", spec["bootstrap"],
+                topic["name"], ",".join(str(int(round(i * 1000))) for i in opts["intervals"]),
+                ",".join(opts["outputs"]), str(opts["overhead_seconds"]), str(opts["min_batches"]),
+                str(opts["warmup_batches"]), spec["result_path"]]
     mode = "rdd" if contender == "java-dstream-rdd" else "stream"
     rate = math.ceil(_per_batch_per_partition(topic) / STREAM_BATCH_SECONDS)
     return [java, "-Xmx1g", *JAVA_OPENS, "-cp", classpath, "DStreamDrain", spec["bootstrap"],

@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import math
 import tempfile
+import threading
 import time
 from typing import Any
 
+from benchmarks.contenders import EO_BATCH_SECONDS, EO_RECORDS_PER_PARTITION, FAST_BACKEND_CONF, base_name
 from benchmarks.monitor import tree_cpu_seconds
 
 __all__ = ["run_pyspark"]
@@ -42,9 +44,25 @@ def _session(spec: dict[str, Any], with_kafka_jars: bool) -> tuple[Any, dict[str
         version, jars = sql_kafka_jars()
         extra["spark.jars"] = ",".join(str(j) for j in jars)
         info["connector"] = f"spark-sql-kafka-0-10_2.13:{version}"
-    if spec["contender"] == "dk-stream":
+    name = base_name(spec["contender"])
+    if spec["contender"].endswith("-fast"):
+        extra.update(FAST_BACKEND_CONF)
+        info["backend"] = FAST_BACKEND_CONF["spark.streaming.kafka.consumer.backend"]
+    if name == "dk-stream" and spec["workload"] == "exactly-once":
+        opts = spec.get("options", {})
+        per_partition = opts.get("eo_records_per_partition", EO_RECORDS_PER_PARTITION)
+        rate = per_partition / opts.get("eo_batch_seconds", EO_BATCH_SECONDS)
+        extra["spark.streaming.kafka.maxRatePerPartition"] = str(int(math.ceil(rate)))
+    elif name == "dk-stream" and spec["workload"] == "steady":
+        pass  # no rate limit: each batch reads everything produced since the last one
+    elif name == "dk-stream":
         rate = _per_batch_per_partition(spec["topic"]) / STREAM_BATCH_SECONDS
         extra["spark.streaming.kafka.maxRatePerPartition"] = str(int(math.ceil(rate)))
+    if spec["workload"] == "overhead" and spec["contender"].startswith("ss-"):
+        # One progress event per idle trigger (the default reports one every 10 s), and room
+        # for every trigger of the shortest interval.
+        extra["spark.sql.streaming.noDataProgressEventInterval"] = "0"
+        extra["spark.sql.streaming.numRecentProgressUpdates"] = "5000"
     conf = local_spark_conf(app_name=f"bench-{spec['contender']}", extra=extra)
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
@@ -103,23 +121,261 @@ def _ss_stream(spark: Any, spec: dict[str, Any], workdir: str) -> dict[str, Any]
         "trigger_execution_ms": [d.get("triggerExecution") for d in durations]}}
 
 
+def ss_progress_row(progress: dict[str, Any]) -> dict[str, Any]:
+    """Map one Structured Streaming progress event to the phases of the overhead table (ms).
+
+    ``plan`` = latestOffset + getBatch + queryPlanning, ``output`` = addBatch (foreachBatch),
+    ``commit`` = walCommit + commitOffsets, ``total`` = triggerExecution; ``other`` is the rest
+    of the trigger. An idle trigger (no new offsets) runs no batch and has only latestOffset.
+    """
+    d = progress.get("durationMs") or {}
+
+    def part(*keys: str) -> float | None:
+        vals = [float(d[k]) for k in keys if d.get(k) is not None]
+        return sum(vals) if vals else None
+
+    row: dict[str, Any] = {"batch_id": progress.get("batchId"),
+                           "records": int(progress.get("numInputRows") or 0),
+                           "plan": part("latestOffset", "getBatch", "queryPlanning"),
+                           "output": part("addBatch"), "commit": part("walCommit", "commitOffsets"),
+                           "total": part("triggerExecution"), "wal_commit": part("walCommit"),
+                           "commit_offsets": part("commitOffsets")}
+    if row["total"] is not None:
+        row["other"] = row["total"] - sum(row[k] or 0.0 for k in ("plan", "output", "commit"))
+        row["work"] = row["total"]
+    return row
+
+
+def _ss_overhead(spark: Any, spec: dict[str, Any], workdir: str) -> dict[str, Any]:
+    """Structured Streaming on the idle topic: one processingTime query per interval."""
+    from benchmarks.contenders import overhead_batches
+
+    opts = spec["options"]
+    topic = spec["topic"]
+    latency: dict[str, Any] = {}
+    for interval in opts["intervals"]:
+        batches = overhead_batches(interval, opts["overhead_seconds"], opts["min_batches"])
+        warm = opts["warmup_batches"] + 1  # + batch 0: the one (empty) micro-batch SS runs at start
+        df = _kafka_reader(spark, spec["bootstrap"], topic["name"], True).load()
+        query = (df.writeStream.foreachBatch(lambda batch_df, batch_id: None)
+                 .trigger(processingTime=f"{int(round(interval * 1000))} milliseconds")
+                 .option("checkpointLocation", f"{workdir}/ss-overhead-{interval}").start())
+        deadline = time.monotonic() + opts.get("config_timeout", 300.0)
+        try:
+            while len(query.recentProgress) < warm + batches:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"SS idle triggers at {interval}s: {len(query.recentProgress)} "
+                                       f"of {warm + batches} progress events")
+                time.sleep(min(interval, 0.2))
+            progress = [json.loads(x.json) for x in query.recentProgress]
+        finally:
+            query.stop()
+        rows = [ss_progress_row(p) for p in progress][:warm + batches]
+        latency[f"idle-trigger@{interval:g}s"] = {
+            "params": {"interval": interval, "output": "idle-trigger"},
+            "rows": rows[warm:], "warmup_rows": rows[:warm], "records": sum(r["records"] for r in rows)}
+    return {"records": 0, "latency": latency}
+
+
+def _ss_exactly_once(spark: Any, spec: dict[str, Any], workdir: str) -> dict[str, Any]:
+    """Structured Streaming's own offset bookkeeping on the exactly-once topic: the rival of
+    ``OffsetStores.checkpoint``. processingTime trigger at the same interval, maxOffsetsPerTrigger
+    = the same 1,000 records, foreachBatch computes the same per-partition aggregate; the store
+    cost per batch is walCommit (offsets log) + commitOffsets (commit log)."""
+    from pyspark.sql import functions as F
+
+    opts = spec["options"]
+    topic = spec["topic"]
+    per_trigger = opts["eo_records_per_partition"] * topic["partitions"]
+    df = _kafka_reader(spark, spec["bootstrap"], topic["name"], True) \
+        .option("maxOffsetsPerTrigger", str(per_trigger)).load()
+
+    def aggregate(batch_df: Any, batch_id: int) -> None:
+        batch_df.groupBy("partition").agg(F.count("*"), F.sum(F.length("value"))).collect()
+
+    query = (df.writeStream.foreachBatch(aggregate)
+             .trigger(processingTime=f"{int(round(opts['eo_batch_seconds'] * 1000))} milliseconds")
+             .option("checkpointLocation", f"{workdir}/ss-exactly-once").start())
+    deadline = time.monotonic() + opts.get("config_timeout", 600.0)
+    try:
+        while True:
+            progress = [json.loads(x.json) for x in query.recentProgress]
+            if sum(int(p.get("numInputRows") or 0) for p in progress) >= topic["records"]:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError("SS exactly-once: the topic was not read in time")
+            time.sleep(0.2)
+    finally:
+        query.stop()
+    rows = []
+    for p in progress:
+        row = ss_progress_row(p)
+        if row["records"]:
+            row["store_cost"] = row["commit"]
+            row["job"] = row["output"]  # addBatch: the foreachBatch aggregate
+            rows.append(row)
+    warm = opts["warmup_batches"]
+    params = {"store": "checkpoint", "interval": opts["eo_batch_seconds"],
+              "records_per_batch": per_trigger, "rival": "Structured Streaming offsets + commits logs"}
+    return {"records": sum(r["records"] for r in rows), "latency": {"checkpoint": {
+        "params": params, "records": sum(r["records"] for r in rows), "rows": rows[warm:],
+        "warmup_rows": rows[:warm]}}}
+
+
+def _dk_overhead(sc: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """dstream_kafka's direct stream on the idle topic: one stream per (output, interval)."""
+    from benchmarks import adapter
+    from benchmarks.contenders import overhead_batches
+
+    opts = spec["options"]
+    topic = spec["topic"]
+    partitions = sorted(int(p) for p in topic["end_offsets"])
+    latency: dict[str, Any] = {}
+    for output in opts["outputs"]:
+        for interval in opts["intervals"]:
+            batches = overhead_batches(interval, opts["overhead_seconds"], opts["min_batches"])
+            out = adapter.stream_overhead(sc, spec["bootstrap"], topic["name"], partitions, interval,
+                                          output, batches, opts["warmup_batches"],
+                                          timeout=opts.get("config_timeout", 300.0))
+            latency[f"{output}@{interval:g}s"] = {"params": {"interval": interval, "output": output},
+                                                  **out}
+    return {"records": 0, "latency": latency}
+
+
+def _dk_exactly_once(sc: Any, spec: dict[str, Any], workdir: str) -> dict[str, Any]:
+    """One direct stream per offset store variant over the whole topic (1,000 records a batch)."""
+    from pathlib import Path
+
+    from benchmarks import adapter, adapter_stores
+
+    opts = spec["options"]
+    topic = spec["topic"]
+    ends = {int(p): int(e) for p, e in topic["end_offsets"].items()}
+    latency: dict[str, Any] = {}
+    records = 0
+    tracker = adapter.CacheTracker()  # shared: the workers' cache counters are per process
+    # A discarded first stream: the first stream of a process plans several times slower (py4j
+    # and JIT warm-up), which would otherwise land on whichever store runs first.
+    adapter_stores.stream_store_cost(sc, spec["bootstrap"], topic["name"], ends, "none",
+                              opts["eo_batch_seconds"], {}, Path(workdir), opts["warmup_batches"],
+                              timeout=opts.get("config_timeout", 600.0), tracker=tracker)
+    for variant in opts["eo_variants"]:
+        params = {"store": variant, "interval": opts["eo_batch_seconds"],
+                  "records_per_batch": opts["eo_records_per_partition"] * len(ends)}
+        try:
+            out = adapter_stores.stream_store_cost(sc, spec["bootstrap"], topic["name"], ends, variant,
+                                            opts["eo_batch_seconds"], opts.get("services", {}),
+                                            Path(workdir), opts["warmup_batches"],
+                                            timeout=opts.get("config_timeout", 600.0),
+                                            tracker=tracker)
+        except Exception as exc:  # one store failing (no server, say) must not lose the others
+            latency[variant] = {"params": params, "error": f"{type(exc).__name__}: {exc}"}
+            continue
+        records += out["records"]
+        latency[variant] = {"params": params, **out}
+    return {"records": records, "latency": latency}
+
+
+def _ss_steady(spark: Any, spec: dict[str, Any], workdir: str, log: Any) -> dict[str, Any]:
+    """Structured Streaming through the rate steps: processingTime trigger of the same interval,
+    foreachBatch counts the batch's records per timestamp (ms) and per partition's last offset
+    in one aggregation; the commit time is the wall clock at the end of foreachBatch."""
+    from pyspark.sql import functions as F
+
+    from benchmarks.monitor import tree_cpu_seconds
+    from benchmarks.steady import EndOffsetProbe, SteadyRecorder, run_steps
+
+    opts, topic = spec["options"], spec["topic"]
+    interval = float(opts["steady_interval"])
+    probe = EndOffsetProbe(spec["bootstrap"], topic["name"], sorted(int(p) for p in topic["end_offsets"]))
+    start = probe.latest()
+    recorder = SteadyRecorder(start)
+    starting = json.dumps({topic["name"]: {str(p): o for p, o in start.items()}})
+    df = _kafka_reader(spark, spec["bootstrap"], topic["name"], True) \
+        .option("startingOffsets", starting).load()
+    errors: list[BaseException] = []
+    stopping = threading.Event()
+
+    def per_batch(batch_df: Any, batch_id: int) -> None:
+        try:
+            rows = (batch_df.groupBy("partition", F.unix_millis("timestamp").alias("ts"))
+                    .agg(F.count("*").alias("n"), F.max("offset").alias("last")).collect())
+            hist: dict[int, int] = {}
+            until: dict[int, int] = {}
+            for row in rows:
+                hist[row["ts"]] = hist.get(row["ts"], 0) + row["n"]
+                until[row["partition"]] = max(until.get(row["partition"], 0), row["last"] + 1)
+            recorder.add_batch(time.time() * 1000.0, hist, until, sum(hist.values()))
+        except BaseException as exc:  # reported below, not only in the query's log
+            if not stopping.is_set():  # query.stop() interrupts the batch in flight
+                errors.append(exc)
+            raise
+
+    query = (df.writeStream.foreachBatch(per_batch)
+             .trigger(processingTime=f"{int(round(interval * 1000))} milliseconds")
+             .option("checkpointLocation", f"{workdir}/ss-steady").start())
+    try:
+        steps = run_steps(spec["bootstrap"], topic["name"], opts["steady_rates"], opts["steady_seconds"],
+                          interval, opts["value_bytes"], recorder, probe.start(), tree_cpu_seconds,
+                          opts.get("steady_warmup_seconds", 4.0), log)
+    finally:
+        stopping.set()
+        query.stop()
+        probe.stop()
+    if errors:
+        raise errors[0]
+    return {"steps": steps}
+
+
+def _steady(spark: Any, spec: dict[str, Any], workdir: str) -> dict[str, Any]:
+    """Workload 4 for dk-stream(-fast) and ss-stream; the producer's output goes to a log."""
+    from pathlib import Path
+
+    from benchmarks import adapter
+
+    result = Path(spec["result_path"])  # logs/<run>.result.json -> logs/<run>.producer.log
+    log_path = result.with_name(result.name.replace(".result.json", "") + ".producer.log")
+    with open(log_path, "w") as log:
+        if base_name(spec["contender"]) == "ss-stream":
+            out = _ss_steady(spark, spec, workdir, log)
+        else:
+            topic = spec["topic"]
+            out = adapter.stream_steady(spark.sparkContext, spec["bootstrap"], topic["name"],
+                                        sorted(int(p) for p in topic["end_offsets"]), spec["options"], log)
+    measured = [s for s in out["steps"] if not s.get("warmup") and not s.get("skipped")]
+    out["records"] = sum(s["records"] for s in measured)
+    out["cpu_seconds"] = sum(s["cpu_seconds"] for s in measured)
+    return out
+
+
 def run_pyspark(spec: dict[str, Any]) -> dict[str, Any]:
     """Run one PySpark contender described by ``spec`` and return its raw result."""
     from benchmarks import adapter
 
-    name = spec["contender"]
+    name = base_name(spec["contender"])  # a *-fast variant differs only in its SparkConf
+    workload = spec["workload"]
+    kind = spec.get("kind", workload)
     topic = spec["topic"]
     ends = {int(p): int(e) for p, e in topic["end_offsets"].items()}
     spark, info = _session(spec, with_kafka_jars=name.startswith("ss-"))
     workdir = tempfile.mkdtemp(prefix="bench-ss-")
     try:
         cpu0, t0 = tree_cpu_seconds(), time.perf_counter()
-        if name == "dk-rdd":
-            out = adapter.drain_rdd(spark.sparkContext, spec["bootstrap"], topic["name"], ends,
-                                    spec["workload"])
+        if workload == "overhead" and name == "dk-stream":
+            out = _dk_overhead(spark.sparkContext, spec)
+        elif workload == "overhead" and name == "ss-stream":
+            out = _ss_overhead(spark, spec, workdir)
+        elif workload == "exactly-once" and name == "ss-stream":
+            out = _ss_exactly_once(spark, spec, workdir)
+        elif workload == "exactly-once" and name == "dk-stream":
+            out = _dk_exactly_once(spark.sparkContext, spec, workdir)
+        elif workload == "steady":
+            out = _steady(spark, spec, workdir)
+        elif name == "dk-rdd":
+            out = adapter.drain_rdd(spark.sparkContext, spec["bootstrap"], topic["name"], ends, kind)
         elif name == "dk-stream":
             out = adapter.stream_drain(spark.sparkContext, spec["bootstrap"], topic["name"], ends,
-                                       spec["workload"], STREAM_BATCH_SECONDS)
+                                       kind, STREAM_BATCH_SECONDS)
         elif name == "ss-stream":
             out = _ss_stream(spark, spec, workdir)
         else:
@@ -129,6 +385,10 @@ def run_pyspark(spec: dict[str, Any]) -> dict[str, Any]:
     finally:
         spark.stop()
     result = {"records": out.pop("records"), "checksum": out.pop("checksum", None),
-              "seconds": out.pop("seconds", seconds), "cpu_seconds": cpu}
+              "seconds": out.pop("seconds", seconds), "cpu_seconds": out.pop("cpu_seconds", cpu)}
+    if "steps" in out:
+        result["steps"] = out.pop("steps")
+    if "latency" in out:
+        result["latency"] = out.pop("latency")
     result["extra"] = {**info, **out.pop("extra", {}), **out}
     return result

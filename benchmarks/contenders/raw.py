@@ -124,7 +124,8 @@ def run_raw(spec: dict[str, Any]) -> dict[str, Any]:
     ready, go, done, results = ctx.Semaphore(0), ctx.Event(), ctx.Event(), ctx.Queue()
     procs = [ctx.Process(target=_process, daemon=True,
                          args=(spec["contender"], (spec["bootstrap"], topic["name"], share,
-                                                   spec["workload"]), ready, go, done, results))
+                                                   spec.get("kind", spec["workload"])), ready, go,
+                               done, results))
              for share in shares if share]
     for proc in procs:
         proc.start()
