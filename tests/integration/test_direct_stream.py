@@ -123,6 +123,10 @@ def test_starting_at_latest_never_reads_records_sent_before_start(kafka, ssc, un
     collector = Collector()
     _collect_with_ranges(stream, collector)
     context.start()
+    # "latest" is fixed when the partition is assigned; a slow group join on a loaded machine
+    # must not let the b records arrive before it. A batch lists every assigned partition.
+    _wait_for(lambda: any(collector.batches[i][0] for i in range(len(collector.batches))),
+              what="the partition's assignment")
     time.sleep(2 * BATCH)
     kafka.send_messages(topic, {"b": 10})
     _wait_for(lambda: collector.count() >= 10, what="the b records")
