@@ -114,19 +114,25 @@ def lag_at_commits(commits: Sequence[tuple[float, int]],
     return out
 
 
-def lag_trend(samples: Sequence[tuple[float, float]], rate: float, interval: float) -> dict[str, Any]:
+def lag_trend(samples: Sequence[tuple[float, float]], rate: float, interval: float,
+              expected: float | None = None) -> dict[str, Any]:
     """Did the lag stay stable over the last half of a step?
 
     ``samples`` are ``(time s, lag records)`` at each commit while the producer was writing.
     A least-squares line is fitted to the samples of the last half (by time); the lag is stable
     when it grew by at most one batch interval's worth of records over that half
     (``slope x half duration <= rate x interval``), i.e. the stream consumed at the produced
-    rate. Fewer than 4 samples in the step, or fewer than 2 in the half: ``stable`` is None
-    (not judged).
+    rate. Fewer than half the ``expected`` commits (the step's seconds / interval) is not
+    stable either: the batches took over two intervals each. Otherwise fewer than 4 samples in
+    the step, or fewer than 2 in the half: ``stable`` is None (not judged).
     """
     out: dict[str, Any] = {"samples": len(samples), "slope_per_s": None, "growth": None,
                            "limit": rate * interval, "stable": None,
                            "final_lag": samples[-1][1] if samples else None}
+    if expected is not None and len(samples) < expected / 2.0:
+        out.update(stable=False, reason=f"{len(samples)} commits while producing, "
+                                        f"fewer than half of {expected:g}")
+        return out
     if len(samples) < 4:
         return out
     t_first, t_last = samples[0][0], samples[-1][0]
@@ -291,13 +297,19 @@ def _run_producer(bootstrap: str, topic: str, rate: int, seconds: float, value_b
 
 
 def _step_result(name: str, rate: int, seconds: float, interval: float, batches: list[dict[str, Any]],
-                 window: tuple[float, float], ends: list[tuple[float, int]]) -> dict[str, Any]:
-    """Latency percentiles, lag at each commit and its trend for one step's batches."""
+                 window: tuple[float, float], ends: list[tuple[float, int]],
+                 producing_seconds: float) -> dict[str, Any]:
+    """Latency percentiles, lag at each commit and its trend for one step's batches.
+
+    ``window`` is the producer process's start and end (wall s); ``producing_seconds`` the time it
+    actually sent records (its JVM start-up is not part of it).
+    """
     hist = latency_histogram((b["commit_ms"], b["hist"]) for b in batches)
     data = [b for b in batches if b["records"]]
     producing = [b for b in data if window[0] <= b["commit_ms"] / 1000.0 <= window[1] + interval]
     lags = lag_at_commits([(b["commit_ms"] / 1000.0, b["committed"]) for b in producing], ends)
-    trend = lag_trend(lags[TREND_SKIP_BATCHES:], rate, interval)
+    trend = lag_trend(lags[TREND_SKIP_BATCHES:], rate, interval,
+                      expected=producing_seconds / interval - TREND_SKIP_BATCHES)
     delays = [b["scheduling_delay_ms"] for b in data if b.get("scheduling_delay_ms") is not None]
     return {"step": name, "rate": rate, "seconds": seconds, "records": sum(b["records"] for b in batches),
             "batches": len(data), "latency_ms": {f"p{q}": weighted_percentile(hist, q) for q in (50, 90, 99)}
@@ -349,7 +361,9 @@ def run_steps(bootstrap: str, topic: str, rates: Sequence[int], seconds: float, 
         # the stream was stuck (planning or the first job), not merely slow.
         completed = len(recorder.batches[name])
         result = _step_result(name, rate, step_seconds, interval, recorder.batches[name],
-                              (started, stopped), [s for s in list(probe.samples) if s[0] >= started - 1])
+                              (started, stopped), [s for s in list(probe.samples) if s[0] >= started - 1],
+                              producer["records"] / producer["records_per_s"]
+                              if producer.get("records_per_s") else stopped - started)
         result.update(warmup=warm, producer=producer, drained=drained, drain_seconds=drain_s,
                       completed_batches=completed,
                       cpu_seconds=step_cpu,

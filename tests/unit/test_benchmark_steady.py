@@ -219,3 +219,27 @@ def test_a_steady_run_reports_cpu_per_million_records_of_its_steps() -> None:
                                                    "steps": steps})
     assert record["ok"] is True
     assert record["cpu_s_per_million"] == 15.0
+
+
+def test_fewer_than_half_the_expected_commits_is_not_stable() -> None:
+    trend = lag_trend([(0.0, 1.0), (5.0, 2.0)], rate=50_000, interval=1.0, expected=8)
+    assert trend["stable"] is False
+    assert "fewer than half of 8" in trend["reason"]
+
+
+def test_enough_commits_of_a_short_step_are_judged_by_the_trend_or_not_at_all() -> None:
+    assert lag_trend([(0.0, 1.0), (1.0, 1.0), (2.0, 1.0)], rate=100, interval=1.0,
+                     expected=4)["stable"] is None
+
+
+def test_a_step_that_keeps_up_is_stable_with_its_latency_percentiles() -> None:
+    from benchmarks.steady import _step_result
+
+    # 10 s at 1,000/s, one commit a second 500 ms after the records' timestamps.
+    batches = [{"commit_ms": (100 + t) * 1000.0 + 500, "hist": {(100 + t) * 1000: 1_000},
+                "committed": 1_000 * (t + 1), "records": 1_000} for t in range(10)]
+    ends = [(100.0 + t, 1_000 * (t + 1)) for t in range(11)]
+    step = _step_result("1000/s", 1_000, 10.0, 1.0, batches, (100.0, 110.0), ends, 10.0)
+    assert step["latency_ms"]["p50"] == 500.0
+    assert step["records"] == 10_000
+    assert step["stable"] is True
