@@ -21,3 +21,14 @@ def _no_streaming_context_outlives_its_test():
     active = streaming.StreamingContext.getActive()
     if active is not None:
         active.stop(stopSparkContext=False, stopGraceFully=False)
+
+
+@pytest.fixture(params=["kafka-python", "confluent-kafka"])
+def backend(request, sc):
+    """Run the test once per executor consumer backend (spark.streaming.kafka.consumer.backend).
+
+    Opt in per module with ``pytestmark = pytest.mark.usefixtures("backend")``.
+    """
+    sc._conf.set("spark.streaming.kafka.consumer.backend", request.param)
+    yield request.param
+    sc._conf.set("spark.streaming.kafka.consumer.backend", "kafka-python")

@@ -37,14 +37,6 @@ BACKEND = "spark.streaming.kafka.consumer.backend"
 pytestmark = pytest.mark.usefixtures("backend")
 
 
-@pytest.fixture(params=["kafka-python", "confluent-kafka"])
-def backend(request, sc):
-    """Run the test once per executor consumer backend (spark.streaming.kafka.consumer.backend)."""
-    sc._conf.set(BACKEND, request.param)
-    yield request.param
-    sc._conf.set(BACKEND, "kafka-python")
-
-
 def _params(kafka: Any, group: str, **extra: Any) -> dict[str, Any]:
     return {
         "bootstrap.servers": kafka.bootstrap_servers,

@@ -15,18 +15,9 @@ from dstream_kafka.offsets import OffsetRange
 ALLOW = "spark.streaming.kafka.allowNonConsecutiveOffsets"
 POLL_MS = "spark.streaming.kafka.consumer.poll.ms"
 SER = "org.apache.kafka.common.serialization."
-BACKEND = "spark.streaming.kafka.consumer.backend"
 
 # Every test runs once per executor consumer backend.
 pytestmark = pytest.mark.usefixtures("backend")
-
-
-@pytest.fixture(params=["kafka-python", "confluent-kafka"])
-def backend(request, sc):
-    """Run the test once per executor consumer backend (spark.streaming.kafka.consumer.backend)."""
-    sc._conf.set(BACKEND, request.param)
-    yield request.param
-    sc._conf.set(BACKEND, "kafka-python")
 
 
 def _params(kafka: Any, group: str, **extra: Any) -> dict[str, Any]:
