@@ -506,8 +506,8 @@ def _overhead_lines(latency: dict[str, Any]) -> list[str]:
     lines = ["## Workload: overhead (empty batches, ms per batch: p50 / p99)", "",
              "Idle 4-partition topic, no offset store. dstream_kafka: plan = planMs, queue = "
              "schedulingDelay, output = processingDelay (1 ms resolution), job_* = the Spark job "
-             "of the output split by task-side clocks, commit = commitMs (commitAsync's Kafka "
-             "commit), other = timer lag + job generation + hand-offs, work = plan + output + commit "
+             "of the output split by task-side clocks, commit = commitMs (sending commitAsync's "
+             "Kafka commit; the batch does not wait for the answer), other = timer lag + job generation + hand-offs, work = plan + output + commit "
              "(the batch's own cost), total = batch time to progress reported (after the commit); "
              "plan_offsets / plan_rdd = latestOffsets() / RDD creation inside plan, timed on the "
              "stream instance. (backlog): batches queued longer than half an interval (or, for "

@@ -102,7 +102,7 @@ def steady_lines(summary: dict[str, Any], interval: float | None = None) -> list
              f"(acks=1, linger.ms=5); every contender runs {every} batches (dstream_kafka: no rate "
              "limit, commitAsync after the output; Structured Streaming: processingTime trigger, "
              "foreachBatch). Latency = commit wall time - record CreateTime, for every record "
-             "(dstream_kafka: when the batch's progress is reported, after its commitAsync; "
+             "(dstream_kafka: when the batch's progress is reported, after its commitAsync was sent; "
              "Structured Streaming: at the end of foreachBatch, before its commit log is "
              "written). lag = records in the topic not yet committed, at each commit; lag growth "
              "= growth of a least-squares line over the last half of the step, in % of one "

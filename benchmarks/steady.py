@@ -6,7 +6,7 @@ latest offsets and then runs the rate steps of :func:`run_steps`: for each step,
 (it holds a fixed rate on 2 cores far better than a Python producer, and stamps every record's
 CreateTime when it is sent). The stream reports every batch it committed to a
 :class:`SteadyRecorder`: the wall time of the commit (dstream_kafka: when the batch's progress
-is reported, after its output and commitAsync; Structured Streaming: at the end of
+is reported, after its output and once its commitAsync was sent; Structured Streaming: at the end of
 ``foreachBatch``), a histogram of the batch's record timestamps (ms -> count) and the offsets it
 read up to. An :class:`EndOffsetProbe` thread samples the topic's end offsets, so the lag at each
 commit is "records in the topic but not yet committed".

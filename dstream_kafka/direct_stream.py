@@ -10,7 +10,8 @@ Per batch, on the driver's scheduler thread (Spark's ``DirectKafkaInputDStream.c
 4. the offset store's write-ahead log records the ranges, then a :class:`KafkaRDD` is built.
 
 After every output operation of the batch has finished, :meth:`on_batch_completed` commits the
-ranges to the offset store, sends the ``commitAsync`` queue to Kafka and records the progress.
+ranges to the offset store, sends the ``commitAsync`` queue to Kafka (without waiting for the
+answer) and records the progress.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ logger = logging.getLogger(__name__)
 
 #: Longest time one batch's driver poll waits for a group rebalance to complete.
 REJOIN_TIMEOUT_S = 30.0
+
+#: Longest time stop() waits for commitAsync commits still in flight.
+COMMIT_WAIT_ON_STOP_S = 30.0
 
 #: ``callback(offsets, error)``: offsets is {TopicPartition: untilOffset}; error is None on success.
 CommitCallback = Callable[[dict, "Exception | None"], None]
@@ -142,6 +146,11 @@ class DirectKafkaInputDStream(InputDStream):
         self._commit_queue: collections.deque[OffsetRange] = collections.deque()
         self._commit_lock = threading.Lock()
         self._commit_callback: CommitCallback | None = None
+        # commitAsync results arrive on the Kafka client's I/O thread; they wait here until the
+        # planning thread (next batch, or stop) hands them to the user's callback.
+        self._pending_commits: list[Any] = []
+        self._completed_commits: collections.deque[tuple[CommitCallback | None, dict, Exception | None]] = (
+            collections.deque())
         self._batches: dict[int, tuple[list[OffsetRange], dict[TopicPartition, int]]] = {}
         self._plan_ms: dict[int, float] = {}
         # Engine batch time -> the batch time the offset store knows it by (differs only for a
@@ -159,6 +168,7 @@ class DirectKafkaInputDStream(InputDStream):
             self.rateController = RateController(self.id, estimator)
         self.initialRate = reader.backpressure_initial_rate
         self._use_cache = reader.consumer_cache_enabled
+        self._read_settings: Any = None
         if offsetStore is not None and self._group_id is None:
             raise ConfigurationError(
                 "an offset store needs kafkaParams['group.id'] to know whose offsets to keep; "
@@ -346,6 +356,7 @@ class DirectKafkaInputDStream(InputDStream):
     # ------------------------------------------------------------------ batches
     def compute(self, batch_time: int) -> Any:
         started = time.perf_counter()
+        self._deliver_commit_results()
         with self._consumer_lock:
             latest = self.latestOffsets()
             replaying = False
@@ -384,14 +395,17 @@ class DirectKafkaInputDStream(InputDStream):
             return rdd
 
     def _make_rdd(self, ranges: Sequence[OffsetRange]) -> Any:
-        from dstream_kafka.kafka_rdd import build_kafka_rdd
+        from dstream_kafka.kafka_rdd import build_kafka_rdd, read_settings
         from dstream_kafka.placement import preferred_hosts_for
 
         leader_lookup = self._leader_host if self.locationStrategy is PreferBrokers else None
         hosts = preferred_hosts_for(self.locationStrategy, [r.topicPartition() for r in ranges],
                                     leader_lookup)
+        if self._read_settings is None:
+            # The SparkConf is fixed once the context runs: read it for the first batch only.
+            self._read_settings = read_settings(self._sc, self._executor_params, self._use_cache)
         return build_kafka_rdd(self._sc, self._executor_params, list(ranges), hosts,
-                               use_cache=self._use_cache)
+                               settings=self._read_settings)
 
     def _leader_host(self, tp: TopicPartition) -> str | None:
         client = self._driver()._client
@@ -487,9 +501,12 @@ class DirectKafkaInputDStream(InputDStream):
         """Queue offsets to commit to the user's ``group.id``; thread-safe, never blocks.
 
         The queue is sent after every output operation of the current batch has finished, as one
-        commit of the highest ``untilOffset`` per partition through the driver consumer. Only
-        the most recent ``callback`` is kept (as in Spark); it gets ``(offsets, None)`` on success
-        and ``(offsets, error)`` on failure.
+        asynchronous commit of the highest ``untilOffset`` per partition through the driver
+        consumer; the batch does not wait for the broker's answer (Spark sends its queue with
+        ``commitAsync`` in the next batch's planning and does not wait either). Only the most
+        recent ``callback`` is kept (as in Spark); it gets ``(offsets, None)`` on success and
+        ``(offsets, error)`` on failure, on the stream's planning thread: when the next batch is
+        planned, or when the stream stops, which first waits for commits still in flight.
         """
         ranges = list(offsetRanges)
         for r in ranges:
@@ -503,6 +520,7 @@ class DirectKafkaInputDStream(InputDStream):
             self._commit_queue.extend(ranges)
 
     def _commit_all(self) -> None:
+        self._deliver_commit_results()
         with self._commit_lock:
             queued = list(self._commit_queue)
             self._commit_queue.clear()
@@ -516,16 +534,41 @@ class DirectKafkaInputDStream(InputDStream):
         from kafka import TopicPartition as KTP
         from kafka.structs import OffsetAndMetadata
 
-        error: Exception | None = None
+        def finished(outcome: Any) -> None:  # runs on the Kafka client's I/O thread
+            error = None
+            if isinstance(outcome, BaseException):
+                error = OffsetCommitError(
+                    f"committing {highest} to group {self._group_id} failed: {outcome}")
+                logger.warning("%s", error)
+            self._completed_commits.append((callback, dict(highest), error))
+
         try:
             with self._consumer_lock:
-                self._driver().commit({KTP(tp.topic, tp.partition): OffsetAndMetadata(off, "", -1)
-                                       for tp, off in highest.items()})
+                future = self._driver().commit_async(
+                    {KTP(tp.topic, tp.partition): OffsetAndMetadata(off, "", -1)
+                     for tp, off in highest.items()})
         except Exception as exc:  # reported to the callback, as Kafka's OffsetCommitCallback
-            error = OffsetCommitError(f"committing {highest} to group {self._group_id} failed: {exc}")
-            logger.warning("%s", error)
-        if callback is not None:
-            callback(dict(highest), error)
+            finished(exc)
+            return
+        self._pending_commits = [f for f in self._pending_commits if not f.is_done] + [future]
+        future.add_both(finished)
+
+    def _deliver_commit_results(self, wait_s: float = 0.0) -> None:
+        """Hand finished commitAsync results to their callbacks; wait up to ``wait_s`` first."""
+        deadline = time.monotonic() + wait_s
+        while wait_s and any(not f.is_done for f in self._pending_commits):
+            if time.monotonic() >= deadline:
+                logger.warning("%d Kafka offset commit(s) still unanswered after %.0f s; not waiting "
+                               "longer", sum(not f.is_done for f in self._pending_commits), wait_s)
+                break
+            time.sleep(0.005)
+        while self._completed_commits:
+            callback, offsets, error = self._completed_commits.popleft()
+            if callback is not None:
+                try:
+                    callback(offsets, error)
+                except Exception:
+                    logger.exception("commitAsync callback %r failed", callback)
 
     # ------------------------------------------------------------------ checkpoints and stop
     def checkpoint_data(self, batch_time: int) -> dict | None:
@@ -541,6 +584,9 @@ class DirectKafkaInputDStream(InputDStream):
     def stop(self) -> None:
         if self.rateController is not None:
             self.rateController.stop(wait=False)
+        # Commits sent for finished batches complete before the consumer goes (Kafka's close
+        # waits for in-flight async commits too), and their callbacks run.
+        self._deliver_commit_results(wait_s=COMMIT_WAIT_ON_STOP_S)
         with self._consumer_lock:
             if self._consumer is not None:
                 try:

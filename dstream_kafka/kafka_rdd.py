@@ -1,9 +1,10 @@
 """``KafkaRDD``: one RDD partition per offset range, read by executors through cached consumers.
 
-The RDD is built from a JVM ``SparkContext.makeRDD`` of small picklable range descriptors,
+The RDD is built on a JVM ``SparkContext.makeRDD`` of ``(index, topic, partition)`` elements,
 one per partition, each with its preferred executor, so placement is real Spark scheduling
-information (``getPreferredLocs`` reports it). A Python function maps each descriptor to
-its records; transformations (``map``, ``filter``, ...) pipeline onto it and return plain
+information (``getPreferredLocs`` reports it); that source is cached and reused by later RDDs
+of the same partitions and locations. A Python function, which carries the offsets, maps each
+element to the records of its range; transformations (``map``, ``filter``, ...) pipeline onto it and return plain
 RDDs. Partition ``i`` reads ``offsetRanges()[i]``.
 
 Records are :class:`~dstream_kafka.record.ConsumerRecord` tuples, which pickle, so unlike
@@ -12,7 +13,10 @@ Spark's ``KafkaRDD`` this RDD may be persisted or windowed without mapping first
 
 from __future__ import annotations
 
+import collections
 import itertools
+import threading
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Callable, NamedTuple
 
@@ -161,12 +165,19 @@ class _ChainedReaders(itertools.chain):  # type: ignore[type-arg]
 
 
 def _partition_reader(
-    kafka_config: Mapping[str, Any], settings: ReadSettings
+    kafka_config: Mapping[str, Any], settings: ReadSettings, ranges: Sequence[tuple[Any, ...]]
 ) -> Callable[[int, Iterable[Any]], Iterator[ConsumerRecord]]:
-    def read_partition(_split: int, descriptors: Iterable[Any]) -> Iterator[ConsumerRecord]:
+    def read_partition(_split: int, elements: Iterable[Any]) -> Iterator[ConsumerRecord]:
         # Drain the input first: a Python worker whose input was not fully read is not reused,
         # and with it would go its cached consumers. The ranges are chained in C, so each
         # record passes through no Python frame but the range reader's.
+        descriptors = []
+        for index, topic, partition in elements:
+            descriptor = ranges[index]
+            if descriptor[1:3] != (topic, partition):  # a source cached for other partitions
+                raise RuntimeError(f"partition {index} is {topic}-{partition}, its range is "
+                                   f"{descriptor[1]}-{descriptor[2]}")
+            descriptors.append(descriptor)
         readers = [read_range(descriptor, kafka_config, settings) for descriptor in descriptors]
         return _ChainedReaders.of(readers)
 
@@ -217,24 +228,58 @@ def preferred_locations_for(
     ]
 
 
-def _located_jrdd(
-    sc: Any, descriptors: Sequence[tuple[Any, ...]], locations: Sequence[str | None]
+#: Located source RDDs kept per SparkContext (a stream reuses one while its partitions and
+#: their preferred executors stay the same).
+SOURCE_CACHE_SIZE = 64
+
+_sources: weakref.WeakKeyDictionary[Any, collections.OrderedDict[Any, Any]] = weakref.WeakKeyDictionary()
+_sources_lock = threading.Lock()
+
+
+def _located_source(
+    sc: Any, partitions: Sequence[tuple[str, int]], locations: Sequence[str | None]
+) -> Any:
+    """Return a JVM RDD whose partition ``i`` holds ``(i, topic, partition)`` and prefers ``locations[i]``.
+
+    Only the partitions and their locations are in the JVM; the offsets travel with each
+    RDD's Python function. So the source is built once (about 50 JVM calls) and reused by every
+    batch with the same partitions on the same executors, which makes planning a batch cost
+    no JVM round trip for it. Thread-safe.
+    """
+    key = (tuple(partitions), tuple(locations))
+    with _sources_lock:
+        cached = _sources.setdefault(sc, collections.OrderedDict())
+        jrdd = cached.get(key)
+        if jrdd is not None:
+            cached.move_to_end(key)
+            return jrdd
+    jrdd = _build_located_jrdd(sc, [(i, t, p) for i, (t, p) in enumerate(partitions)], locations)
+    with _sources_lock:
+        cached[key] = jrdd
+        while len(cached) > SOURCE_CACHE_SIZE:
+            cached.popitem(last=False)
+    return jrdd
+
+
+def _build_located_jrdd(
+    sc: Any, elements: Sequence[tuple[Any, ...]], locations: Sequence[str | None]
 ) -> Any:
     jvm = sc._jvm
-    if not descriptors:
+    if not elements:
         return sc._jsc.emptyRDD()
     pickler = CPickleSerializer()
     to_seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq
     pairs = jvm.java.util.ArrayList()
     host_seqs: dict[str | None, Any] = {}  # one JVM Seq per distinct location (few executors)
-    for descriptor, location in zip(descriptors, locations):
+    tuple2 = jvm.scala.Tuple2
+    for element, location in zip(elements, locations):
         hosts = host_seqs.get(location)
         if hosts is None:
             hosts = jvm.java.util.ArrayList()
             if location:
                 hosts.add(location)
             hosts = host_seqs[location] = to_seq(hosts)
-        pairs.add(jvm.scala.Tuple2(bytearray(pickler.dumps(descriptor)), hosts))
+        pairs.add(tuple2(bytearray(pickler.dumps(element)), hosts))
     byte_array = jvm.scala.reflect.ClassTag.apply(jvm.java.lang.Class.forName("[B"))
     # makeRDD puts element i alone in partition i and records its preferred locations.
     return sc._jsc.sc().makeRDD(to_seq(pairs), byte_array).toJavaRDD()
@@ -294,9 +339,9 @@ class KafkaRDD(PipelinedRDD):
         descriptors = [
             (i, r.topic, r.partition, r.fromOffset, r.untilOffset) for i, r in enumerate(ranges)
         ]
-        self._source_jrdd = _located_jrdd(sc, descriptors, locations)
+        self._source_jrdd = _located_source(sc, [(r.topic, r.partition) for r in ranges], locations)
         source = RDD(self._source_jrdd, sc, CPickleSerializer())
-        super().__init__(source, _partition_reader(dict(kafka_config), settings), True)
+        super().__init__(source, _partition_reader(dict(kafka_config), settings, descriptors), True)
         self._offset_ranges = ranges
         self._locations = list(locations)
         self._settings = settings
@@ -425,6 +470,7 @@ def build_kafka_rdd(
     use_cache: bool | None = None,
     poll_timeout_ms: int | None = None,
     locations: Sequence[str | None] | None = None,
+    settings: ReadSettings | None = None,
 ) -> KafkaRDD:
     """Build a :class:`KafkaRDD` without driver-side validation (for direct streams).
 
@@ -440,8 +486,12 @@ def build_kafka_rdd(
         checkpoints pass False (the same partition may be read by several threads).
     locations : sequence of (str or None), optional
         Precomputed preferred locations, one per range (skips executor lookup).
+    settings : ReadSettings, optional
+        Precomputed :func:`read_settings` (a stream reads them once); ``use_cache`` and
+        ``poll_timeout_ms`` are then ignored.
     """
-    settings = read_settings(sc, executor_params, use_cache, poll_timeout_ms)
+    if settings is None:
+        settings = read_settings(sc, executor_params, use_cache, poll_timeout_ms)
     if locations is None:
         locations = preferred_locations_for(sc, offset_ranges, preferred_hosts)
     return KafkaRDD(sc, executor_params, offset_ranges, locations, settings)

@@ -158,7 +158,7 @@ def test_commit_async_after_output_lets_a_new_stream_resume_from_the_committed_o
     topic, group = unique("commit"), unique("g")
     kafka.create_topic(topic, partitions=2)
     kafka.produce(topic, [f"v{i}" for i in range(30)])
-    results: list[tuple[dict, Any]] = []
+    results: list[tuple[dict, Any, str]] = []
     collector = Collector()
 
     def run_once() -> None:
@@ -169,7 +169,8 @@ def test_commit_async_after_output_lets_a_new_stream_resume_from_the_committed_o
 
         def output(rdd):
             collector.add(rdd.offsetRanges(), [], rdd.map(lambda r: r.value.decode()).collect())
-            stream.commitAsync(rdd.offsetRanges(), lambda offsets, err: results.append((offsets, err)))
+            stream.commitAsync(rdd.offsetRanges(), lambda offsets, err: results.append(
+                (offsets, err, threading.current_thread().name)))
 
         stream.foreachRDD(output)
         context.start()
@@ -178,7 +179,9 @@ def test_commit_async_after_output_lets_a_new_stream_resume_from_the_committed_o
     first = run_once()
     _wait_for(lambda: collector.count() >= 30 and results, what="first run to commit")
     first.stop(stopSparkContext=False, stopGraceFully=True)
-    assert all(err is None for _, err in results)
+    assert all(err is None for _, err, _ in results)
+    # Callbacks run on the stream's own threads, never on the Kafka client's I/O thread.
+    assert not any(thread.startswith("kafka-io") for _, _, thread in results)
     consumer = KafkaConsumer(bootstrap_servers=kafka.bootstrap_servers, group_id=group,
                              enable_auto_commit=False)
     committed = {p: consumer.committed(KTP(topic, p)) for p in (0, 1)}

@@ -220,6 +220,27 @@ def test_partition_i_reads_offset_range_i(sc, kafka, unique):
     ]
 
 
+def test_rdds_over_the_same_partitions_share_one_jvm_source_and_read_their_own_offsets(
+    sc, kafka, unique
+):
+    name = unique("reuse")
+    kafka.create_topic(name, partitions=2)
+    kafka.produce(name, ["a0", "a1", "a2", "a3"], partition=0)
+    kafka.produce(name, ["b0", "b1", "b2", "b3"], partition=1)
+    params = fix_kafka_params(_params(kafka, unique("g")))
+    first = KafkaRDD.create(sc, params, [OffsetRange(name, 0, 0, 2), OffsetRange(name, 1, 0, 1)])
+    second = KafkaRDD.create(sc, params, [OffsetRange(name, 0, 2, 4), OffsetRange(name, 1, 1, 4)])
+    swapped = KafkaRDD.create(sc, params, [OffsetRange(name, 1, 0, 1), OffsetRange(name, 0, 0, 1)])
+    source_id = first._source_jrdd.id()
+    assert second._source_jrdd.id() == source_id and swapped._source_jrdd.id() != source_id
+    assert first.glom().map(lambda rs: [r.value for r in rs]).collect() == [["a0", "a1"], ["b0"]]
+    assert second.glom().map(lambda rs: [r.value for r in rs]).collect() == [
+        ["a2", "a3"],
+        ["b1", "b2", "b3"],
+    ]
+    assert swapped.glom().map(lambda rs: [r.value for r in rs]).collect() == [["b0"], ["a0"]]
+
+
 def test_create_rdd_clones_the_offset_ranges(sc, kafka, topic, unique):
     kafka.produce(topic, ["a", "b"])
     ranges = [OffsetRange(topic, 0, 0, 2)]
