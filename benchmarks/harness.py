@@ -39,6 +39,7 @@ from typing import Any
 
 from benchmarks.broker import TopicInfo, fill_topic, start_broker
 from benchmarks.contenders import (
+    CLUSTER_SUFFIX,
     CONTENDERS,
     EO_BATCH_SECONDS,
     EO_RECORDS_PER_PARTITION,
@@ -513,7 +514,17 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict[str, Any]] = []
     services = _Services()
     cluster = start_broker()
+    spark_cluster = None
     try:
+        if any(c.name.endswith(CLUSTER_SUFFIX) for cs in plan.values() for c in cs):
+            from dstream_kafka.services.spark_cluster import SparkStandaloneCluster
+
+            # Executors' Python workers run in the workers' folders: the tasks' functions come
+            # from this checkout's `benchmarks` package.
+            path = os.pathsep.join(p for p in (str(_REPO), os.environ.get("PYTHONPATH", "")) if p)
+            spark_cluster = SparkStandaloneCluster(workers=2, cores=1, env={"PYTHONPATH": path}).start()
+            for opts in options.values():
+                opts["cluster_master"] = spark_cluster.master_url
         workdir = Path(tempfile.mkdtemp(prefix="bench-"))
         topics: dict[str, TopicInfo] = {}
         for workload in plan:
@@ -545,6 +556,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmarks: {meta['interrupted']}", flush=True)
     finally:
         services.stop()
+        if spark_cluster is not None:
+            spark_cluster.stop()
         cluster.stop()
     meta["elapsed_seconds"] = time.perf_counter() - started
     meta["checksum_problems"] = _check_checksums(runs)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Iterable, Sequence
 
+from benchmarks.contenders import CLUSTER_SUFFIX
 from benchmarks.report_steady import steady_lines, summarize_steady
 
 __all__ = ["median_spread", "summarize", "ratio", "paired_ratios", "GOALS", "check_goals",
@@ -400,12 +401,16 @@ def _cache_summaries(runs: Sequence[dict[str, Any]]) -> list[tuple[str, str, dic
 
 def check_steady_state(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Goal: zero consumer creations and zero seeks per batch after the first, one line per
-    workload with dk-stream(-fast) runs that read data in more than one batch."""
-    by_workload: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    workload and deployment (local[2], or the standalone cluster of ``*-cluster`` contenders)
+    with dk-stream runs that read data in more than one batch."""
+    by_workload: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
     for workload, label, cache in _cache_summaries(runs):
-        by_workload.setdefault(workload, []).append((label, cache))
+        where = ("standalone 2 x 1-core executors" if label.split()[0].endswith(CLUSTER_SUFFIX)
+                 else "local[2]")
+        by_workload.setdefault((workload, where), []).append((label, cache))
     rows = []
-    for workload, found in sorted(by_workload.items(), key=lambda kv: _workload_rank(kv[0])):
+    for (workload, where), found in sorted(by_workload.items(),
+                                           key=lambda kv: (_workload_rank(kv[0][0]), kv[0][1])):
         creations = sum(c.get("after_first_total", {}).get("creations", 0) for _, c in found)
         seeks = sum(c.get("after_first_total", {}).get("seeks", 0) for _, c in found)
         batches = sum(max(c.get("batches", 1) - 1, 0) for _, c in found)
@@ -416,7 +421,7 @@ def check_steady_state(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if offenders:
             measured += " (" + ", ".join(offenders[:4]) + ("..." if len(offenders) > 4 else "") + ")"
         rows.append({"goal": "steady state: zero consumer creations and zero seeks per batch after "
-                             "the first", "workload": workload,
+                             f"the first ({where})", "workload": workload,
                      "contender": ",".join(sorted({label.split()[0] for label, _ in found})),
                      "value": creations + seeks, "limit": 0, "measured": measured,
                      "met": creations == 0 and seeks == 0})

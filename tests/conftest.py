@@ -44,6 +44,17 @@ def kafka3() -> Iterator["KafkaCluster"]:  # noqa: F821
 
 
 @pytest.fixture(scope="session")
+def spark_cluster() -> Iterator["SparkStandaloneCluster"]:  # noqa: F821
+    """A Spark standalone master with two one-core workers on loopback (started on demand)."""
+    from dstream_kafka.services.spark_cluster import SparkStandaloneCluster
+
+    cluster = SparkStandaloneCluster(workers=2, cores=1)
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
 def postgres() -> Iterator["PostgresServer"]:  # noqa: F821
     """A private PostgreSQL server with a password (to prove it never leaks)."""
     from dstream_kafka.services.postgres import PostgresServer

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 __all__ = ["Contender", "CONTENDERS", "WORKLOADS", "LATENCY_WORKLOADS", "contenders_for",
-           "FAST_BACKEND_CONF", "base_name",
+           "FAST_BACKEND_CONF", "CLUSTER_SUFFIX", "base_name",
            "EO_BATCH_SECONDS", "EO_RECORDS_PER_PARTITION",
            "overhead_batches", "workload_kind"]
 
@@ -57,6 +57,11 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in [
               "rate steps, commitAsync; exactly-once: one stream per store"),
     Contender("dk-stream-fast", "dstream_kafka", ("drain", "json", "steady"), "python",
               "dk-stream with spark.streaming.kafka.consumer.backend=confluent-kafka"),
+    Contender("dk-stream-cluster", "dstream_kafka", ("steady",), "python",
+              "dk-stream on a Spark standalone cluster on loopback: two workers of one core, so "
+              "two executors with one Python worker each; PreferConsistent sends each "
+              "partition's task to the same executor every batch (CPU and memory figures "
+              "cover the driver only: the executors are the workers' children)"),
     Contender("ss-batch", "structured", ("drain", "partitions"), "python",
               "Structured Streaming batch read, load().count()"),
     Contender("ss-stream", "structured", ("drain", "overhead", "steady", "exactly-once"), "python",
@@ -100,9 +105,16 @@ def overhead_batches(interval: float, seconds: float, min_batches: int) -> int:
 FAST_BACKEND_CONF = {"spark.streaming.kafka.consumer.backend": "confluent-kafka"}
 
 
+#: Suffix of a contender that runs on the benchmark's Spark standalone cluster, not local[2].
+CLUSTER_SUFFIX = "-cluster"
+
+
 def base_name(contender: str) -> str:
-    """The contender a ``*-fast`` variant runs (``dk-rdd-fast`` -> ``dk-rdd``)."""
-    return contender[:-len("-fast")] if contender.endswith("-fast") else contender
+    """The contender a variant runs (``dk-rdd-fast`` -> ``dk-rdd``, ``dk-stream-cluster`` -> ``dk-stream``)."""
+    for suffix in ("-fast", CLUSTER_SUFFIX):
+        if contender.endswith(suffix):
+            return contender[:-len(suffix)]
+    return contender
 
 
 def workload_kind(workload: str) -> str:

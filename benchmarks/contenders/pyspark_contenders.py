@@ -1,6 +1,7 @@
 """The PySpark contenders: dstream_kafka (through :mod:`benchmarks.adapter`) and Structured Streaming.
 
-All of them run in ``local[2]`` with the same SparkConf: the project's low-overhead settings
+All of them run in ``local[2]`` (``*-cluster``: the harness's standalone cluster of two
+one-core workers) with the same SparkConf: the project's low-overhead settings
 (:data:`dstream_kafka.services.spark.LOW_OVERHEAD_SETTINGS`: Unix-socket workers, frozen daemon,
 worker reuse) plus, for Structured Streaming, the Kafka connector jars via ``spark.jars``. The
 timed region starts after the SparkContext is up and a trivial Python job has started the
@@ -16,7 +17,13 @@ import threading
 import time
 from typing import Any
 
-from benchmarks.contenders import EO_BATCH_SECONDS, EO_RECORDS_PER_PARTITION, FAST_BACKEND_CONF, base_name
+from benchmarks.contenders import (
+    CLUSTER_SUFFIX,
+    EO_BATCH_SECONDS,
+    EO_RECORDS_PER_PARTITION,
+    FAST_BACKEND_CONF,
+    base_name,
+)
 from benchmarks.monitor import tree_cpu_seconds
 
 __all__ = ["run_pyspark"]
@@ -63,12 +70,30 @@ def _session(spec: dict[str, Any], with_kafka_jars: bool) -> tuple[Any, dict[str
         # for every trigger of the shortest interval.
         extra["spark.sql.streaming.noDataProgressEventInterval"] = "0"
         extra["spark.sql.streaming.numRecentProgressUpdates"] = "5000"
-    conf = local_spark_conf(app_name=f"bench-{spec['contender']}", extra=extra)
+    master = "local[2]"
+    if spec["contender"].endswith(CLUSTER_SUFFIX):
+        master = spec["options"]["cluster_master"]
+        extra.update({"spark.cores.max": "2", "spark.executor.memory": "512m"})
+        info["master"] = "standalone, 2 workers x 1 core"
+    conf = local_spark_conf(master, app_name=f"bench-{spec['contender']}", extra=extra)
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    if master != "local[2]":
+        _wait_for_executors(spark.sparkContext, 2)
     # Warm-up: start the Python daemon and workers, as a long-running application has them.
     spark.sparkContext.parallelize(range(4), 2).map(lambda x: x).count()
     return spark, info
+
+
+def _wait_for_executors(sc: Any, wanted: int, timeout: float = 120.0) -> None:
+    """Wait until ``wanted`` executors registered: placement hashes over the executors present."""
+    from dstream_kafka.kafka_rdd import executor_locations
+
+    deadline = time.monotonic() + timeout
+    while len(executor_locations(sc)) < wanted:
+        if time.monotonic() > deadline or sc._jsc.sc().isStopped():
+            raise RuntimeError(f"{len(executor_locations(sc))} of {wanted} executors registered")
+        time.sleep(0.2)
 
 
 def _kafka_reader(spark: Any, bootstrap: str, topic: str, stream: bool) -> Any:

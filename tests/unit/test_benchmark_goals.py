@@ -50,12 +50,14 @@ def test_goals_of_a_workload_that_did_not_run_are_left_out() -> None:
 def test_fast_contenders_run_their_base_contender_with_the_confluent_backend() -> None:
     assert base_name("dk-rdd-fast") == "dk-rdd"
     assert base_name("dk-stream") == "dk-stream"
+    assert base_name("dk-stream-cluster") == "dk-stream"
     assert FAST_BACKEND_CONF == {"spark.streaming.kafka.consumer.backend": "confluent-kafka"}
     assert set(CONTENDERS["dk-rdd-fast"].workloads) <= set(CONTENDERS["dk-rdd"].workloads)
 
 
-def test_steady_runs_both_dstream_kafka_backends_and_structured_streaming() -> None:
-    assert [c.name for c in contenders_for("steady")] == ["dk-stream", "dk-stream-fast", "ss-stream"]
+def test_steady_runs_both_backends_the_cluster_deployment_and_structured_streaming() -> None:
+    assert [c.name for c in contenders_for("steady")] == [
+        "dk-stream", "dk-stream-fast", "dk-stream-cluster", "ss-stream"]
 
 
 class _Proc:

@@ -267,6 +267,18 @@ def test_steady_state_goal_counts_creations_and_seeks_after_the_first_batch() ->
     assert check_steady_state(RUNS) == []  # no dk-stream runs with several batches
 
 
+def test_steady_state_goal_has_one_line_per_deployment() -> None:
+    def steady(contender: str, seeks: int) -> dict:
+        run = _run(contender, 1.0, 0, workload="steady")
+        run["extra"] = {"cache": {"batches": 10, "first_batch": {"creations": 4},
+                                  "after_first_total": {"creations": 0, "seeks": seeks}}}
+        return run
+
+    goals = check_steady_state([steady("dk-stream", 7), steady("dk-stream-cluster", 0)])
+    assert [(g["goal"].rsplit("(", 1)[1], g["met"]) for g in goals] == [
+        ("local[2])", False), ("standalone 2 x 1-core executors)", True)]
+
+
 def test_all_goals_joins_ratio_latency_and_steady_state_goals() -> None:
     goals = all_goals(RUNS + OVERHEAD_RUNS + EO_RUNS)
     labels = [g["goal"] for g in goals]

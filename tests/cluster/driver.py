@@ -1,0 +1,195 @@
+"""A driver program on a Spark standalone cluster, run in its own process by the cluster tests.
+
+A Python process holds one SparkContext, and the test session's is on ``local[2]``, so each
+cluster scenario runs here and prints one JSON line (``RESULT {...}``) for the test to check::
+
+    python tests/cluster/driver.py SCENARIO CONFIG.json
+
+``CONFIG.json`` has ``master`` (``spark://127.0.0.1:port``), ``bootstrap``, ``topic``,
+``partitions`` and ``group``; the scenarios add their own keys.
+
+``placement``  ``createRDD`` over every partition of ``topic`` (filled by the test); reports
+               which executor ran each partition's task (Spark's status store) and the
+               executors each partition prefers.
+``stream``     a direct stream (1 s batches) while a producer thread writes ``per_batch`` records
+               a second to every partition for ``seconds``; every batch's output collects the
+               values with each task's consumer cache counters (``consumer_cache.stats()``),
+               then ``commitAsync``. With ``kill_pid`` it SIGKILLs that process group (a Spark
+               worker and its executor) after ``kill_after`` batches with records. It stops once
+               the committed offsets reach the end offsets after the producer finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from typing import Any
+
+
+def _context(config: dict[str, Any], extra: dict[str, str] | None = None) -> Any:
+    from pyspark import SparkContext
+
+    from dstream_kafka.services.spark import local_spark_conf
+
+    settings = {
+        "spark.executor.memory": "512m",
+        "spark.cores.max": str(config.get("executors", 2)),
+        "spark.streaming.kafka.consumer.poll.ms": "10000",
+        **(extra or {}),
+    }
+    sc = SparkContext(conf=local_spark_conf(config["master"], "dstream_kafka-cluster", settings))
+    sc.setLogLevel("ERROR")
+    deadline = time.monotonic() + 120
+    # Applications get executors asynchronously: wait for every executor before placing tasks.
+    while len(_executors(sc)) < int(config.get("executors", 2)):
+        if time.monotonic() > deadline or sc._jsc.sc().isStopped():
+            raise RuntimeError(f"only executors {_executors(sc)} registered (see the workers' logs)")
+        time.sleep(0.2)
+    return sc
+
+
+def _executors(sc: Any) -> list[str]:
+    from dstream_kafka.kafka_rdd import executor_locations
+
+    return [e.executorId for e in executor_locations(sc)]
+
+
+def _params(config: dict[str, Any]) -> dict[str, Any]:
+    return {"bootstrap.servers": config["bootstrap"], "group.id": config["group"],
+            "value.deserializer": "org.apache.kafka.common.serialization.StringDeserializer"}
+
+
+def _task_executors(sc: Any, group: str, partitions: int) -> dict[int, tuple[str, str]]:
+    """``{partition index: (executor id, locality)}`` of the job group's tasks, from the status store."""
+    tracker = sc.statusTracker()
+    store = sc._jsc.sc().statusStore()
+    deadline = time.monotonic() + 30
+    while True:
+        found: dict[int, tuple[str, str]] = {}
+        for job in tracker.getJobIdsForGroup(group):
+            for stage in tracker.getJobInfo(job).stageIds:
+                tasks = store.taskList(stage, 0, 10_000)
+                for i in range(tasks.length()):
+                    task = tasks.apply(i)
+                    if str(task.status()) == "SUCCESS":
+                        found[int(task.index())] = (str(task.executorId()), str(task.taskLocality()))
+        if len(found) >= partitions or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)  # the status store follows the listener bus, a little behind the job
+
+
+def placement(config: dict[str, Any]) -> dict[str, Any]:
+    from dstream_kafka import KafkaUtils, OffsetRange
+
+    sc = _context(config)
+    n = int(config["partitions"])
+    ranges = [OffsetRange(config["topic"], p, 0, int(config["records_per_partition"]))
+              for p in range(n)]
+    rdd = KafkaUtils.createRDD(sc, _params(config), ranges)
+    group = uuid.uuid4().hex
+    sc.setJobGroup(group, "placement")
+    counts = rdd.mapPartitionsWithIndex(lambda i, it: [(i, sum(1 for _ in it))]).collect()
+    tasks = _task_executors(sc, group, n)
+    result = {
+        "executors": _executors(sc),
+        "preferred": [rdd.preferredLocations(i) for i in range(n)],
+        "tasks": {str(i): list(v) for i, v in tasks.items()},
+        "counts": dict(counts),
+    }
+    sc.stop()
+    return result
+
+
+def _produce(config: dict[str, Any], done: threading.Event, sent: list[int]) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=config["bootstrap"], linger_ms=5)
+    try:
+        for second in range(int(config["seconds"])):
+            started = time.monotonic()
+            for p in range(int(config["partitions"])):
+                for i in range(int(config["per_batch"])):
+                    producer.send(config["topic"], f"{p}-{second}-{i}".encode(), partition=p)
+                    sent[0] += 1
+            producer.flush()
+            time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
+    finally:
+        producer.close()
+        done.set()
+
+
+def _values_and_stats(records: Any) -> Any:
+    from dstream_kafka.consumer_cache import stats
+
+    values = [r.value for r in records]
+    yield values, stats()
+
+
+def stream(config: dict[str, Any]) -> dict[str, Any]:
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies
+    from dstream_kafka.streaming.context import StreamingContext
+
+    sc = _context(config, {"spark.task.maxFailures": "4"})
+    ssc = StreamingContext(sc, 1.0)
+    directs = KafkaUtils.createDirectStream(
+        ssc, LocationStrategies.PreferConsistent,
+        ConsumerStrategies.Subscribe([config["topic"]], {**_params(config), "auto.offset.reset": "earliest"}))
+    batches: list[dict[str, Any]] = []
+    values: list[str] = []
+    last: dict[int, dict[str, int]] = {}
+    killed = threading.Event()
+
+    def output(rdd: Any) -> None:
+        ranges = rdd.offsetRanges()
+        if sum(r.count() for r in ranges):
+            parts = rdd.mapPartitions(_values_and_stats).collect()
+            delta = {"creations": 0, "seeks": 0}
+            for part_values, st in parts:
+                values.extend(part_values)
+                before = last.get(st["pid"], {})
+                for key in delta:
+                    delta[key] += st[key] - before.get(key, 0)
+                last[st["pid"]] = st
+            batches.append({**delta, "records": sum(r.count() for r in ranges),
+                            "workers": sorted({st["pid"] for _, st in parts}),
+                            "after_kill": killed.is_set()})
+            if config.get("kill_pid") and len(batches) == int(config["kill_after"]):
+                os.killpg(int(config["kill_pid"]), signal.SIGKILL)
+                killed.set()
+        directs.commitAsync(ranges)
+
+    directs.foreachRDD(output)
+    done, sent = threading.Event(), [0]
+    producer = threading.Thread(target=_produce, args=(config, done, sent), daemon=True)
+    ssc.start()
+    producer.start()
+    checker = KafkaConsumer(bootstrap_servers=config["bootstrap"], group_id=config["group"],
+                            enable_auto_commit=False)
+    tps = [KTP(config["topic"], p) for p in range(int(config["partitions"]))]
+    deadline = time.monotonic() + float(config["seconds"]) + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        if done.is_set():
+            ends = checker.end_offsets(tps)
+            if all((checker.committed(tp) or 0) >= ends[tp] for tp in tps):
+                break
+    checker.close()
+    ssc.stop(stopSparkContext=True, stopGraceFully=True)
+    return {"batches": batches, "values": values, "sent": sent[0]}
+
+
+SCENARIOS = {"placement": placement, "stream": stream}
+
+if __name__ == "__main__":
+    scenario, config_path = sys.argv[1], sys.argv[2]
+    with open(config_path) as fh:
+        cfg = json.load(fh)
+    print("RESULT " + json.dumps(SCENARIOS[scenario](cfg)), flush=True)
