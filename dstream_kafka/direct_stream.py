@@ -23,8 +23,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from dstream_kafka.commit_queue import COMMIT_WAIT_ON_STOP_S, CommitCallback, CommitQueue
 from dstream_kafka.consumer_strategy import ConsumerStrategy, seek_back
-from dstream_kafka.errors import ConfigurationError, DataLossError, OffsetCommitError, PartitionsRevokedError
+from dstream_kafka.errors import (
+    BrokerTimeoutError,
+    ConfigurationError,
+    DataLossError,
+    PartitionsRevokedError,
+)
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.placement import LocationStrategy, PreferBrokers
 from dstream_kafka.rate import (
@@ -45,11 +51,10 @@ logger = logging.getLogger(__name__)
 #: Longest time one batch's driver poll waits for a group rebalance to complete.
 REJOIN_TIMEOUT_S = 30.0
 
-#: Longest time stop() waits for commitAsync commits still in flight.
-COMMIT_WAIT_ON_STOP_S = 30.0
+#: Longest wait for the broker's answer to a driver look-up that needs the group coordinator
+#: (Kafka's default.api.timeout.ms); without one, kafka-python waits for ever.
+API_TIMEOUT_MS = 60_000
 
-#: ``callback(offsets, error)``: offsets is {TopicPartition: untilOffset}; error is None on success.
-CommitCallback = Callable[[dict, "Exception | None"], None]
 
 _REVOKED = (
     "Previously tracked partitions {parts} been revoked by Kafka because of consumer rebalance. "
@@ -143,14 +148,7 @@ class DirectKafkaInputDStream(InputDStream):
         # not assigned to this driver yet, e.g. while a killed driver still holds them.
         self._unassigned_offsets: dict[TopicPartition, int] = {}
         self._replay: tuple[int, list[OffsetRange]] | None = None
-        self._commit_queue: collections.deque[OffsetRange] = collections.deque()
-        self._commit_lock = threading.Lock()
-        self._commit_callback: CommitCallback | None = None
-        # commitAsync results arrive on the Kafka client's I/O thread; they wait here until the
-        # planning thread (next batch, or stop) hands them to the user's callback.
-        self._pending_commits: list[Any] = []
-        self._completed_commits: collections.deque[tuple[CommitCallback | None, dict, Exception | None]] = (
-            collections.deque())
+        self._commits = CommitQueue(self._group_id)
         self._batches: dict[int, tuple[list[OffsetRange], dict[TopicPartition, int]]] = {}
         self._plan_ms: dict[int, float] = {}
         # Engine batch time -> the batch time the offset store knows it by (differs only for a
@@ -286,15 +284,22 @@ class DirectKafkaInputDStream(InputDStream):
             # Stored (or re-run) before the group gave it to us: the store's offset wins over
             # Kafka's committed offset, which a store other than Kafka never moves.
             return self._unassigned_offsets.pop(tp)
+        from kafka.errors import KafkaTimeoutError
+
         if first_start:
             try:
-                return int(consumer.position(ktp))
+                return int(consumer.position(ktp, timeout_ms=API_TIMEOUT_MS))
+            except KafkaTimeoutError as exc:
+                raise _no_answer(f"the starting position of {tp.topic}-{tp.partition}") from exc
             except Exception as exc:
                 raise ConfigurationError(
                     f"No starting offset for {tp.topic}-{tp.partition}: it has no committed offset "
                     "and auto.offset.reset is 'none'; give explicit offsets to the consumer strategy "
                     "or set auto.offset.reset to 'earliest' or 'latest'") from exc
-        committed = consumer.committed(ktp) if self._group_id else None
+        try:
+            committed = consumer.committed(ktp, timeout_ms=API_TIMEOUT_MS) if self._group_id else None
+        except KafkaTimeoutError as exc:
+            raise _no_answer(f"the committed offset of {tp.topic}-{tp.partition}") from exc
         if committed is not None:
             return int(committed)
         return int(consumer.beginning_offsets([ktp])[ktp])
@@ -356,7 +361,7 @@ class DirectKafkaInputDStream(InputDStream):
     # ------------------------------------------------------------------ batches
     def compute(self, batch_time: int) -> Any:
         started = time.perf_counter()
-        self._deliver_commit_results()
+        self._commits.deliver()
         with self._consumer_lock:
             latest = self.latestOffsets()
             replaying = False
@@ -423,7 +428,7 @@ class DirectKafkaInputDStream(InputDStream):
             committed_in = getattr(self.offsetStore, "committed_in", None)
             if not (committed_in and committed_in(self._store_group, store_time)):
                 self.offsetStore.commit(self._store_group, store_time, ranges)
-        self._commit_all()
+        self._commits.send(self._commit_async)
         commit_ms = (time.perf_counter() - started) * 1000.0
         self._record_progress(batch_time, ranges, behind, batch_info,
                               self._plan_ms.pop(batch_time, 0.0), commit_ms)
@@ -514,61 +519,11 @@ class DirectKafkaInputDStream(InputDStream):
                 raise ConfigurationError(f"commitAsync takes OffsetRange values, got {type(r).__name__}")
         if self._group_id is None:
             raise ConfigurationError("commitAsync needs kafkaParams['group.id'] to commit to")
-        with self._commit_lock:
-            if callback is not None:
-                self._commit_callback = callback
-            self._commit_queue.extend(ranges)
+        self._commits.add(ranges, callback)
 
-    def _commit_all(self) -> None:
-        self._deliver_commit_results()
-        with self._commit_lock:
-            queued = list(self._commit_queue)
-            self._commit_queue.clear()
-            callback = self._commit_callback
-        if not queued:
-            return
-        highest: dict[TopicPartition, int] = {}
-        for r in queued:
-            tp = r.topicPartition()
-            highest[tp] = max(highest.get(tp, r.untilOffset), r.untilOffset)
-        from kafka import TopicPartition as KTP
-        from kafka.structs import OffsetAndMetadata
-
-        def finished(outcome: Any) -> None:  # runs on the Kafka client's I/O thread
-            error = None
-            if isinstance(outcome, BaseException):
-                error = OffsetCommitError(
-                    f"committing {highest} to group {self._group_id} failed: {outcome}")
-                logger.warning("%s", error)
-            self._completed_commits.append((callback, dict(highest), error))
-
-        try:
-            with self._consumer_lock:
-                future = self._driver().commit_async(
-                    {KTP(tp.topic, tp.partition): OffsetAndMetadata(off, "", -1)
-                     for tp, off in highest.items()})
-        except Exception as exc:  # reported to the callback, as Kafka's OffsetCommitCallback
-            finished(exc)
-            return
-        self._pending_commits = [f for f in self._pending_commits if not f.is_done] + [future]
-        future.add_both(finished)
-
-    def _deliver_commit_results(self, wait_s: float = 0.0) -> None:
-        """Hand finished commitAsync results to their callbacks; wait up to ``wait_s`` first."""
-        deadline = time.monotonic() + wait_s
-        while wait_s and any(not f.is_done for f in self._pending_commits):
-            if time.monotonic() >= deadline:
-                logger.warning("%d Kafka offset commit(s) still unanswered after %.0f s; not waiting "
-                               "longer", sum(not f.is_done for f in self._pending_commits), wait_s)
-                break
-            time.sleep(0.005)
-        while self._completed_commits:
-            callback, offsets, error = self._completed_commits.popleft()
-            if callback is not None:
-                try:
-                    callback(offsets, error)
-                except Exception:
-                    logger.exception("commitAsync callback %r failed", callback)
+    def _commit_async(self, offsets: dict) -> Any:
+        with self._consumer_lock:
+            return self._driver().commit_async(offsets)
 
     # ------------------------------------------------------------------ checkpoints and stop
     def checkpoint_data(self, batch_time: int) -> dict | None:
@@ -586,7 +541,7 @@ class DirectKafkaInputDStream(InputDStream):
             self.rateController.stop(wait=False)
         # Commits sent for finished batches complete before the consumer goes (Kafka's close
         # waits for in-flight async commits too), and their callbacks run.
-        self._deliver_commit_results(wait_s=COMMIT_WAIT_ON_STOP_S)
+        self._commits.deliver(wait_s=COMMIT_WAIT_ON_STOP_S)
         with self._consumer_lock:
             if self._consumer is not None:
                 try:
@@ -599,6 +554,12 @@ class DirectKafkaInputDStream(InputDStream):
     def persist(self, *args: Any, **kwargs: Any) -> Any:
         # Our records are plain tuples, so unlike Spark's ConsumerRecord they persist fine.
         return super().persist(*args, **kwargs)
+
+
+def _no_answer(what: str) -> BrokerTimeoutError:
+    return BrokerTimeoutError(
+        f"Kafka did not return {what} within {API_TIMEOUT_MS // 1000} s (the group coordinator "
+        "did not answer); check that the brokers in bootstrap.servers are up and reachable")
 
 
 def _needs_rejoin(consumer: Any) -> bool:

@@ -16,6 +16,7 @@ Hierarchy::
     ├── KafkaReadError (RuntimeError)            executor-side reads that did not return the range
     │   ├── WrongOffsetError                     a record came back at another offset than asked
     │   └── FetchTimeoutError                    no data within the poll timeout
+    ├── BrokerTimeoutError (TimeoutError)        Kafka did not answer a driver request in time
     ├── DataLossError (RuntimeError)             offsets that are no longer in the log
     ├── PartitionsRevokedError (RuntimeError)    another consumer in the same group took partitions
     ├── OffsetCommitError (RuntimeError)         a commit to Kafka or a store failed
@@ -41,6 +42,7 @@ __all__ = [
     "KafkaReadError",
     "WrongOffsetError",
     "FetchTimeoutError",
+    "BrokerTimeoutError",
     "DataLossError",
     "PartitionsRevokedError",
     "OffsetCommitError",
@@ -88,6 +90,10 @@ class WrongOffsetError(KafkaReadError):
 
 class FetchTimeoutError(KafkaReadError):
     """No record arrived within ``spark.streaming.kafka.consumer.poll.ms``."""
+
+
+class BrokerTimeoutError(DStreamKafkaError, TimeoutError):
+    """Kafka did not answer a driver-side request (group coordinator, offsets) in time."""
 
 
 class DataLossError(DStreamKafkaError, RuntimeError):

@@ -344,7 +344,7 @@ class KafkaGroupOffsetStore(OffsetStore):
                 consumer.seek_to_beginning(*ktps)
                 end = consumer.end_offsets(ktps)
                 deadline = time.monotonic() + self._timeout_ms / 1000
-                while any(consumer.position(k) < end[k] for k in ktps):
+                while any(consumer.position(k, timeout_ms=self._timeout_ms) < end[k] for k in ktps):
                     if time.monotonic() > deadline:
                         raise OffsetStoreError(
                             f"Reading data-loss records from topic {self._data_loss_topic!r} timed out")

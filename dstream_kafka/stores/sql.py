@@ -35,6 +35,7 @@ rows: without history the table is taken as it is (this is also how offsets can 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import os
@@ -111,6 +112,9 @@ class SqlOffsetStore(TransactionalOffsetStore):
                        for name in ("offsets", "commits", "data_loss")}
         self._conn: Any = None
         self._tables_ready = False
+        # Batches whose offsets this process saw committed (transaction() exits): committed_in
+        # answers those without a round trip to the database.
+        self._committed_here: collections.OrderedDict[tuple[str, int], None] = collections.OrderedDict()
         self._returning_id = ' RETURNING "id"' if dialect.name == "postgres" else ""
 
     def __repr__(self) -> str:
@@ -358,18 +362,28 @@ class SqlOffsetStore(TransactionalOffsetStore):
                 yield Transaction(cur, group_id, t, planned, already, self._dialect.paramstyle)
                 if already:
                     _rollback(conn)  # a re-run of a committed batch: drop its writes
+                    self._remember_commit(group_id, t)
                     return
                 with self._wrapped("committing offsets"):
                     self._apply(cur, group_id, t, merged, stored)
                     conn.commit()
+                self._remember_commit(group_id, t)
             except BaseException:
                 _rollback(conn)
                 raise
         self._mirror_commit(group_id, merged)
 
+    def _remember_commit(self, group_id: str, t: int) -> None:
+        self._committed_here[(group_id, t)] = None
+        while len(self._committed_here) > 256:
+            self._committed_here.popitem(last=False)
+
     def committed_in(self, group_id: str, batch_time_ms: int) -> bool:
         group_id = self._check_group(group_id)
         t = batch_time_to_ms(batch_time_ms)
+        with self._lock:
+            if (group_id, t) in self._committed_here:
+                return True
         with self._txn("reading commits", write=False) as cur, self._wrapped("reading commits"):
             cur.execute(self._q('SELECT 1 FROM {C} WHERE "group_id" = ? AND "batch_time_ms" = ?'), (group_id, t))
             return cur.fetchone() is not None

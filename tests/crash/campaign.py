@@ -19,11 +19,13 @@ import argparse
 import concurrent.futures
 import logging
 import shutil
+import signal
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from tests.crash.driver import TRANSACTIONAL
 from tests.crash.harness import STORES, Services, TrialResult, TrialSpec, run_trial
@@ -95,6 +97,10 @@ def table(results: list[TrialResult], stores: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
@@ -104,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.kills} kills and {args.records} records per trial, seed {args.seed}, folder {root}",
           flush=True)
     began = time.monotonic()
+    # SIGTERM (kill, a CI timeout) ends the campaign like Ctrl-C: services stopped, table printed.
+    signal.signal(signal.SIGTERM, _interrupted)
     services, started = start_services(args.stores)
     results: list[TrialResult] = []
     # Trial-major order: an interrupted or time-limited campaign has covered every store alike.
@@ -117,13 +125,18 @@ def main(argv: list[str] | None = None) -> int:
                     return None
                 return run_trial(services, spec, root / f"{spec.store}-{spec.seed}")
 
-            for result in pool.map(one, specs):
-                if result is None:
-                    continue
-                results.append(result)
-                print(("ok   " if result.ok else "FAIL ") + result.describe(), flush=True)
-                if result.ok:
-                    shutil.rmtree(result.workdir, ignore_errors=True)
+            try:
+                for result in pool.map(one, specs):
+                    if result is None:
+                        continue
+                    results.append(result)
+                    print(("ok   " if result.ok else "FAIL ") + result.describe(), flush=True)
+                    if result.ok:
+                        shutil.rmtree(result.workdir, ignore_errors=True)
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM: finish the running trials, start no more
+                print("crash campaign: interrupted; waiting for the running trials, then stopping "
+                      "the services", flush=True)
+                pool.shutdown(wait=True, cancel_futures=True)
     finally:
         for service in reversed(started):
             service.stop()

@@ -92,6 +92,20 @@ def test_results_and_offsets_commit_in_one_transaction(db):
     assert fresh.history(G)[0].ranges == (r(0, 0, 10), r(1, 0, 5))
 
 
+def test_the_store_that_committed_a_batch_answers_committed_in_without_the_database(db, monkeypatch):
+    store = db.make()
+    with store.transaction(G, 1_000, [r(0, 0, 10)]) as tx:
+        tx.execute(insert(db), ("a", 1))
+
+    def unreachable() -> Any:
+        raise OSError("database unreachable")
+
+    monkeypatch.setattr(store, "_connection", unreachable)
+    assert store.committed_in(G, 1_000)  # known from its own transaction: no round trip
+    with pytest.raises(OSError):
+        store.committed_in(G, 2_000)  # not known: asks the database
+
+
 def test_pyspark_batch_time_datetime_and_an_rdd_like_value_are_accepted(db):
     import datetime as dt
 
