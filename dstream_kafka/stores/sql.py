@@ -210,21 +210,23 @@ class SqlOffsetStore(TransactionalOffsetStore):
                     f"topic={topic!r}, partition={partition!r}, until_offset={until!r} (not an offset; the "
                     "row was edited by hand). Nothing was committed and no offset was reset; fix the row.")
             stored[TopicPartition(topic, partition)] = until
-        cur.execute(self._q('SELECT "id", "batch_time_ms", "offsets" FROM {C} WHERE "group_id" = ? '
-                            'ORDER BY "id" DESC LIMIT 1'), (group_id,))
-        row = cur.fetchone()
-        if row is None:
+        # The newest commit and the data losses recorded after it, in one round trip.
+        cur.execute(self._q('SELECT c."id", c."batch_time_ms", c."offsets", l."topic", l."partition", '
+                            'l."lost_from", l."lost_until" FROM (SELECT "id", "batch_time_ms", "offsets" '
+                            'FROM {C} WHERE "group_id" = ? ORDER BY "id" DESC LIMIT 1) c LEFT JOIN {L} l '
+                            'ON l."group_id" = ? AND l."after_commit_id" = c."id" ORDER BY l."id"'),
+                    (group_id, group_id))
+        rows = cur.fetchall()
+        if not rows:
             return stored, None  # no history: the table is taken as it is (seeded offsets)
-        commit_id, batch_time, offsets_json = row
+        commit_id, batch_time, offsets_json = rows[0][:3]
         try:
             expected = partition_offsets_from_json(offsets_json, f"{self.tables['commits']}.offsets",
                                                    allowed_sentinels=())
         except ConfigurationError as exc:
             raise OffsetStoreError(f"The newest commit row (id {commit_id}) of group {group_id!r} is "
                                    f"unreadable: {exc}. Nothing was committed or reset.") from None
-        cur.execute(self._q('SELECT "topic", "partition", "lost_from", "lost_until" FROM {L} '
-                            'WHERE "group_id" = ? AND "after_commit_id" = ? ORDER BY "id"'), (group_id, commit_id))
-        for topic, partition, lost_from, lost_until in cur.fetchall():
+        for topic, partition, lost_from, lost_until in (row[3:] for row in rows if row[3] is not None):
             tp = TopicPartition(topic, partition)
             if expected.get(tp) == lost_from:
                 expected[tp] = lost_until
