@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import tempfile
 import threading
 import time
@@ -409,6 +410,7 @@ def run_pyspark(spec: dict[str, Any]) -> dict[str, Any]:
         cpu = tree_cpu_seconds() - cpu0
     finally:
         spark.stop()
+        shutil.rmtree(workdir, ignore_errors=True)  # checkpoints and stores of this run only
     result = {"records": out.pop("records"), "checksum": out.pop("checksum", None),
               "seconds": out.pop("seconds", seconds), "cpu_seconds": out.pop("cpu_seconds", cpu)}
     if "steps" in out:
