@@ -4,8 +4,8 @@ The RDD is built on a JVM ``SparkContext.makeRDD`` of ``(index, topic, partition
 one per partition, each with its preferred executor, so placement is real Spark scheduling
 information (``getPreferredLocs`` reports it); that source is cached and reused by later RDDs
 of the same partitions and locations. A Python function, which carries the offsets, maps each
-element to the records of its range; transformations (``map``, ``filter``, ...) pipeline onto it and return plain
-RDDs. Partition ``i`` reads ``offsetRanges()[i]``.
+element to the records of its range; transformations (``map``, ``filter``, ...) pipeline onto
+it and return plain RDDs. Partition ``i`` reads ``offsetRanges()[i]``.
 
 Records are :class:`~dstream_kafka.record.ConsumerRecord` tuples, which pickle, so unlike
 Spark's ``KafkaRDD`` this RDD may be persisted or windowed without mapping first.

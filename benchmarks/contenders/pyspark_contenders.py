@@ -80,21 +80,12 @@ def _session(spec: dict[str, Any], with_kafka_jars: bool) -> tuple[Any, dict[str
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     if master != "local[2]":
-        _wait_for_executors(spark.sparkContext, 2)
+        from dstream_kafka.services.spark_cluster import wait_for_executors
+
+        wait_for_executors(spark.sparkContext, 2)
     # Warm-up: start the Python daemon and workers, as a long-running application has them.
     spark.sparkContext.parallelize(range(4), 2).map(lambda x: x).count()
     return spark, info
-
-
-def _wait_for_executors(sc: Any, wanted: int, timeout: float = 120.0) -> None:
-    """Wait until ``wanted`` executors registered: placement hashes over the executors present."""
-    from dstream_kafka.kafka_rdd import executor_locations
-
-    deadline = time.monotonic() + timeout
-    while len(executor_locations(sc)) < wanted:
-        if time.monotonic() > deadline or sc._jsc.sc().isStopped():
-            raise RuntimeError(f"{len(executor_locations(sc))} of {wanted} executors registered")
-        time.sleep(0.2)
 
 
 def _kafka_reader(spark: Any, bootstrap: str, topic: str, stream: bool) -> Any:

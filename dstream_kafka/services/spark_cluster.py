@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any, Mapping
@@ -26,7 +27,7 @@ from dstream_kafka.services.environment import (
     wait_until,
 )
 
-__all__ = ["SparkStandaloneCluster", "spark_home"]
+__all__ = ["SparkStandaloneCluster", "spark_home", "wait_for_executors"]
 
 
 def spark_home() -> Path:
@@ -37,6 +38,31 @@ def spark_home() -> Path:
     if not (home / "jars").is_dir():
         raise ServiceError(f"PySpark at {home} has no jars/ folder; reinstall pyspark")
     return home
+
+
+def wait_for_executors(sc: Any, wanted: int, timeout: float = 120.0) -> list[str]:
+    """Wait until ``sc`` has ``wanted`` executors; return their ids.
+
+    A standalone application gets its executors a moment after the SparkContext starts, and
+    placement hashes over the executors present, so jobs that test or measure placement wait.
+
+    Raises
+    ------
+    ServiceError
+        If they are not all registered within ``timeout`` seconds, or the master removed the
+        application (its executors failed to start: see the workers' logs).
+    """
+    from dstream_kafka.kafka_rdd import executor_locations
+
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [e.executorId for e in executor_locations(sc)]
+        if len(found) >= wanted:
+            return found
+        if time.monotonic() > deadline or sc._jsc.sc().isStopped():
+            raise ServiceError(f"only executors {found} of {wanted} registered; see the Spark "
+                               "workers' logs")
+        time.sleep(0.2)
 
 
 class SparkStandaloneCluster:
@@ -138,6 +164,11 @@ class SparkStandaloneCluster:
         proc.start()
         self._workers.append(proc)
         return index
+
+    @property
+    def worker_pids(self) -> list[int | None]:
+        """Process id of each worker (its process group also holds its executors)."""
+        return [w.pid for w in self._workers]
 
     def kill_worker(self, index: int) -> None:
         """Kill worker ``index`` and its executors at once (SIGKILL to the process group)."""

@@ -75,6 +75,10 @@ __all__ = ["PostgresOffsetStore", "SqlOffsetStore", "SqliteOffsetStore"]
 logger = logging.getLogger(__name__)
 
 
+#: Batch commits a store remembers in process (committed_in asks only about the newest batches).
+REMEMBERED_COMMITS = 256
+
+
 class SqlOffsetStore(TransactionalOffsetStore):
     """Offsets in three SQL tables, committed atomically and fenced (see the module docstring).
 
@@ -112,8 +116,8 @@ class SqlOffsetStore(TransactionalOffsetStore):
                        for name in ("offsets", "commits", "data_loss")}
         self._conn: Any = None
         self._tables_ready = False
-        # Batches whose offsets this process saw committed (transaction() exits): committed_in
-        # answers those without a round trip to the database.
+        # Batches whose offsets this store committed (or found committed) in this process:
+        # committed_in answers those without a round trip to the database.
         self._committed_here: collections.OrderedDict[tuple[str, int], None] = collections.OrderedDict()
         self._returning_id = ' RETURNING "id"' if dialect.name == "postgres" else ""
 
@@ -328,6 +332,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
             already, stored = self._check_batch(cur, group_id, t, merged)
             if not already:
                 self._apply(cur, group_id, t, merged, stored)
+        self._remember_commit(group_id, t)
         if not already:
             self._mirror_commit(group_id, merged)
 
@@ -377,7 +382,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
 
     def _remember_commit(self, group_id: str, t: int) -> None:
         self._committed_here[(group_id, t)] = None
-        while len(self._committed_here) > 256:
+        while len(self._committed_here) > REMEMBERED_COMMITS:
             self._committed_here.popitem(last=False)
 
     def committed_in(self, group_id: str, batch_time_ms: int) -> bool:

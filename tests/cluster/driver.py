@@ -30,6 +30,8 @@ import time
 import uuid
 from typing import Any
 
+from dstream_kafka.services.spark_cluster import wait_for_executors
+
 
 def _context(config: dict[str, Any], extra: dict[str, str] | None = None) -> Any:
     from pyspark import SparkContext
@@ -44,19 +46,8 @@ def _context(config: dict[str, Any], extra: dict[str, str] | None = None) -> Any
     }
     sc = SparkContext(conf=local_spark_conf(config["master"], "dstream_kafka-cluster", settings))
     sc.setLogLevel("ERROR")
-    deadline = time.monotonic() + 120
-    # Applications get executors asynchronously: wait for every executor before placing tasks.
-    while len(_executors(sc)) < int(config.get("executors", 2)):
-        if time.monotonic() > deadline or sc._jsc.sc().isStopped():
-            raise RuntimeError(f"only executors {_executors(sc)} registered (see the workers' logs)")
-        time.sleep(0.2)
+    wait_for_executors(sc, int(config.get("executors", 2)))
     return sc
-
-
-def _executors(sc: Any) -> list[str]:
-    from dstream_kafka.kafka_rdd import executor_locations
-
-    return [e.executorId for e in executor_locations(sc)]
 
 
 def _params(config: dict[str, Any]) -> dict[str, Any]:
@@ -96,7 +87,7 @@ def placement(config: dict[str, Any]) -> dict[str, Any]:
     counts = rdd.mapPartitionsWithIndex(lambda i, it: [(i, sum(1 for _ in it))]).collect()
     tasks = _task_executors(sc, group, n)
     result = {
-        "executors": _executors(sc),
+        "executors": wait_for_executors(sc, int(config.get("executors", 2))),
         "preferred": [rdd.preferredLocations(i) for i in range(n)],
         "tasks": {str(i): list(v) for i, v in tasks.items()},
         "counts": dict(counts),

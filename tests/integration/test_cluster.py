@@ -83,7 +83,7 @@ def test_a_killed_executor_loses_no_records_and_the_stream_goes_on(kafka, unique
     topic = unique("kill")
     kafka.create_topic(topic, partitions=4)
     with SparkStandaloneCluster(workers=2, cores=1) as cluster:
-        victim = cluster._workers[1].pid
+        victim = cluster.worker_pids[1]
         result = _run("stream", {"master": cluster.master_url,
                                  "bootstrap": kafka.bootstrap_servers, "topic": topic,
                                  "partitions": 4, "group": unique("g"), "seconds": 10,

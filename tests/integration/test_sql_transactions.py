@@ -96,12 +96,14 @@ def test_the_store_that_committed_a_batch_answers_committed_in_without_the_datab
     store = db.make()
     with store.transaction(G, 1_000, [r(0, 0, 10)]) as tx:
         tx.execute(insert(db), ("a", 1))
+    store.commit(G, 1_500, [r(0, 10, 12)])
 
     def unreachable() -> Any:
         raise OSError("database unreachable")
 
     monkeypatch.setattr(store, "_connection", unreachable)
     assert store.committed_in(G, 1_000)  # known from its own transaction: no round trip
+    assert store.committed_in(G, 1_500)  # and from its own commit()
     with pytest.raises(OSError):
         store.committed_in(G, 2_000)  # not known: asks the database
 
