@@ -261,6 +261,11 @@ class OffsetStore(abc.ABC):
     def data_losses(self, group_id: str) -> list[DataLossRecord]:
         """Return every recorded data loss of the group, oldest first."""
 
+    def committed_in(self, group_id: str, batch_time_ms: int) -> bool:
+        """Return whether this store committed the batch at ``batch_time_ms`` itself (inside a
+        transaction), so the stream must not commit it again. False unless transactional."""
+        return False
+
     def close(self) -> None:
         """Release connections and clients. The store must not be used afterwards."""
         if self._mirror is not None:
