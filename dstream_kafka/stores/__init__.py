@@ -16,19 +16,14 @@ their optional dependencies (psycopg2, kazoo) only when a store is created.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from dstream_kafka.stores.base import (
-    CommitRecord,
-    DataLossRecord,
-    OffsetStore,
-    PlannedBatch,
-    Transaction,
-    TransactionalOffsetStore,
-)
+from dstream_kafka.stores.base import OffsetStore, Transaction, TransactionalOffsetStore
 from dstream_kafka.stores.checkpoint import CheckpointOffsetStore
-from dstream_kafka.stores.kafka_group import KafkaGroupMirror, KafkaGroupOffsetStore
+from dstream_kafka.stores.kafka_group import KafkaGroupOffsetStore
+from dstream_kafka.stores.mirror import KafkaGroupMirror, MirrorTarget
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, PlannedBatch
 from dstream_kafka.stores.sql import PostgresOffsetStore, SqliteOffsetStore, SqlOffsetStore
 from dstream_kafka.stores.zookeeper import ZooKeeperOffsetStore
 
@@ -49,9 +44,6 @@ __all__ = [
     "ZooKeeperOffsetStore",
 ]
 
-_Mirror = Mapping[str, Any] | Callable[..., Any] | None
-
-
 class OffsetStores:
     """Factory of the built-in offset stores (a namespace, as Spark's ``ConsumerStrategies``)."""
 
@@ -60,7 +52,7 @@ class OffsetStores:
 
     @staticmethod
     def checkpoint(path: str | os.PathLike[str], *, keep_batches: int = 100, spark_context: Any = None,
-                   also_commit_to_kafka_group: _Mirror = None) -> CheckpointOffsetStore:
+                   also_commit_to_kafka_group: MirrorTarget | None = None) -> CheckpointOffsetStore:
         """Offsets in the checkpoint directory ``path`` (local path or Hadoop URI)."""
         return CheckpointOffsetStore(path, keep_batches=keep_batches, spark_context=spark_context,
                                      also_commit_to_kafka_group=also_commit_to_kafka_group)

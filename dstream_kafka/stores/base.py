@@ -1,4 +1,4 @@
-"""The offset store contract shared by every store, its records and the fencing rules.
+"""The offset store contract shared by every store, and the fencing rules.
 
 An offset store keeps, per consumer group, the *next offset to read* of every topic partition a
 stream has committed. Every store follows the same rules:
@@ -13,198 +13,75 @@ stream has committed. Every store follows the same rules:
 * :meth:`OffsetStore.record_data_loss` records a lost range durably and, when the stored offset
   of that partition is ``lost_from``, moves it to ``lost_until`` in the same step, so the next
   batch (which starts at ``lost_until``) continues the stored offsets.
+
+The records the stores return and the range helpers live in :mod:`dstream_kafka.stores.records`.
+This module imports no store and no client library.
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
-import datetime as _dt
-import logging
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from dstream_kafka.errors import ConfigurationError, OffsetFencedError
 from dstream_kafka.offsets import OffsetRange, TopicPartition, as_topic_partition
+from dstream_kafka.stores.records import (
+    CommitRecord,
+    DataLossRecord,
+    PlannedBatch,
+    as_ranges,
+    batch_time_to_ms,
+    check_continuation,
+    merge_ranges,
+)
 
 __all__ = [
     "CommitRecord",
     "DataLossRecord",
+    "OffsetMirror",
     "OffsetStore",
     "PlannedBatch",
     "Transaction",
     "TransactionalOffsetStore",
-    "advance_offsets",
-    "as_ranges",
-    "batch_time_to_ms",
-    "check_continuation",
-    "merge_ranges",
-    "same_ranges",
-    "utc_from_ms",
 ]
-
-logger = logging.getLogger(__name__)
-
-
-# ------------------------------------------------------------------------------------------
-# Records
-
-
-@dataclass(frozen=True)
-class PlannedBatch:
-    """A batch whose ranges were written ahead (:meth:`OffsetStore.plan`) but not committed."""
-
-    batch_time_ms: int
-    ranges: tuple[OffsetRange, ...]
-
-
-@dataclass(frozen=True)
-class CommitRecord:
-    """One committed batch: its batch time, its ranges and when the store committed it (UTC)."""
-
-    batch_time_ms: int
-    ranges: tuple[OffsetRange, ...]
-    committed_at: _dt.datetime
-
-    def offsets(self) -> dict[TopicPartition, int]:
-        """Return ``{TopicPartition: untilOffset}`` of this batch."""
-        return {r.topicPartition(): r.untilOffset for r in self.ranges}
-
-
-@dataclass(frozen=True)
-class DataLossRecord:
-    """Offsets ``[lost_from, lost_until)`` of one partition that were skipped because they were
-    no longer in Kafka (``failOnDataLoss=False``), recorded at ``recorded_at`` (UTC)."""
-
-    topic: str
-    partition: int
-    lost_from: int
-    lost_until: int
-    batch_time_ms: int | None
-    recorded_at: _dt.datetime
-
-    @property
-    def count(self) -> int:
-        """Number of offsets lost."""
-        return self.lost_until - self.lost_from
-
-
-# ------------------------------------------------------------------------------------------
-# Helpers shared by the stores
-
-
-def utc_from_ms(ms: int | float) -> _dt.datetime:
-    """Return the aware UTC datetime of epoch milliseconds ``ms``."""
-    return _dt.datetime.fromtimestamp(ms / 1000.0, tz=_dt.timezone.utc)
-
-
-def batch_time_to_ms(value: Any) -> int:
-    """Return a batch time as epoch milliseconds.
-
-    Accepts an ``int`` (milliseconds, as the stream passes it) or the ``datetime`` PySpark's
-    ``foreachRDD(lambda time, rdd: ...)`` gives (naive local time, as PySpark builds it).
-    """
-    if isinstance(value, _dt.datetime):
-        return int(round(value.timestamp() * 1000))
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigurationError(
-            f"batch_time_ms must be an int >= 0 (epoch milliseconds) or a datetime, got {value!r}")
-    return int(value)
-
-
-def as_ranges(ranges: Any) -> tuple[OffsetRange, ...]:
-    """Return ``ranges`` (or ``ranges.offsetRanges()`` of a KafkaRDD) as a validated tuple."""
-    if hasattr(ranges, "offsetRanges") and callable(ranges.offsetRanges):
-        ranges = ranges.offsetRanges()
-    result = tuple(ranges)
-    for r in result:
-        if not isinstance(r, OffsetRange):
-            raise ConfigurationError(
-                f"offset stores take OffsetRange values, got {r!r}; build them with OffsetRange.create(...)")
-    return result
-
-
-def merge_ranges(ranges: Any) -> tuple[OffsetRange, ...]:
-    """Validate ``ranges`` and merge contiguous ranges of one partition into one range.
-
-    The result is sorted by (topic, partition). ``ranges`` may also be an object with an
-    ``offsetRanges()`` method, such as a KafkaRDD.
-
-    Raises
-    ------
-    ConfigurationError
-        If an item is not an :class:`OffsetRange`, or two ranges of one partition are not
-        contiguous (a gap or an overlap would make the committed offset ambiguous).
-    """
-    by_tp: dict[TopicPartition, list[OffsetRange]] = {}
-    for r in as_ranges(ranges):
-        by_tp.setdefault(r.topicPartition(), []).append(r)
-    merged = []
-    for tp in sorted(by_tp):
-        parts = sorted(by_tp[tp], key=lambda r: (r.fromOffset, r.untilOffset))
-        start, end = parts[0].fromOffset, parts[0].untilOffset
-        for r in parts[1:]:
-            if r.fromOffset != end:
-                raise ConfigurationError(
-                    f"ranges of {tp.topic}-{tp.partition} in one batch must be contiguous, got "
-                    f"{parts}; commit one range per partition")
-            end = r.untilOffset
-        merged.append(OffsetRange(tp.topic, tp.partition, start, end))
-    return tuple(merged)
-
-
-def same_ranges(a: Sequence[OffsetRange], b: Sequence[OffsetRange]) -> bool:
-    """Return whether two batches cover the same ranges, ignoring order and splitting."""
-    return merge_ranges(a) == merge_ranges(b)
-
-
-def check_continuation(group_id: str, stored: Mapping[TopicPartition, int],
-                       ranges: Sequence[OffsetRange], store: str = "the offset store") -> None:
-    """Raise :class:`OffsetFencedError` unless every range starts at its stored offset.
-
-    Partitions without a stored offset are accepted. The message names the group and, for
-    every mismatching partition, the topic, partition, stored offset and expected offset.
-    """
-    problems = [
-        f"topic {r.topic} partition {r.partition}: stored offset {stored[r.topicPartition()]}, "
-        f"batch expects {r.fromOffset}"
-        for r in ranges
-        if r.topicPartition() in stored and stored[r.topicPartition()] != r.fromOffset
-    ]
-    if problems:
-        raise OffsetFencedError(
-            f"Commit refused for group {group_id!r} in {store}: the batch does not start where the "
-            f"stored offsets end ({'; '.join(problems)}). Another driver committed for this group, "
-            "or the stored offsets were changed by hand. Nothing was stored; stop the other driver "
-            "(use one group.id per stream) and restart this one so it resumes from the stored offsets.")
-
-
-def advance_offsets(stored: Mapping[TopicPartition, int],
-                    ranges: Sequence[OffsetRange]) -> dict[TopicPartition, int]:
-    """Return ``stored`` updated with every range's ``untilOffset``."""
-    result = dict(stored)
-    for r in ranges:
-        result[r.topicPartition()] = r.untilOffset
-    return result
-
 
 # ------------------------------------------------------------------------------------------
 # The contract
 
 
+class OffsetMirror(Protocol):
+    """A best-effort copy of committed offsets elsewhere (see :mod:`dstream_kafka.stores.mirror`)."""
+
+    def commit(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Copy ``offsets`` of ``group_id``; never raises."""
+
+    def bind_consumer(self, consumer: Any, lock: Any = None) -> None:
+        """Commit through ``consumer`` (guarded by ``lock``) where the target is its group."""
+
+    def close(self) -> None:
+        """Release clients."""
+
+
 class OffsetStore(abc.ABC):
     """Durable committed offsets of consumer groups.
 
+    The public methods are a template: they validate their arguments once (group id, batch
+    time, ranges), then call the store's hooks (``_load``, ``_commit``, ``_history``,
+    ``_record_data_loss``, ``_data_losses`` and optionally ``_plan``, ``_pending``,
+    ``_committed_in``). A store's ``_commit`` reads what it holds inside its own atomic
+    section (lock, database transaction, ZooKeeper transaction) and passes it to
+    :meth:`_admit_commit`, which applies the rules of the module docstring.
+
     Parameters
     ----------
-    also_commit_to_kafka_group : dict or callable, optional
-        Mirror every successful commit to a Kafka consumer group, for monitoring only (lag
-        tools such as ``kafka-consumer-groups.sh --describe``). Either Kafka params with
-        ``bootstrap.servers`` (and optionally ``group.id``, default: the store's group id), or a
-        callable ``fn(group_id, offsets)`` with ``offsets`` a ``{TopicPartition: int}`` dict.
-        The mirror is best effort: a failure logs a warning and never fails the batch.
+    mirror : OffsetMirror, optional
+        Receives the offsets of every batch the store committed (monitoring only); closed
+        with the store. Stores build it from their ``also_commit_to_kafka_group`` argument
+        (:func:`dstream_kafka.stores.mirror.mirror_to`).
 
     Notes
     -----
@@ -215,30 +92,35 @@ class OffsetStore(abc.ABC):
     #: True for stores that can write user results and offsets in one transaction.
     transactional: bool = False
 
-    def __init__(self, *, also_commit_to_kafka_group: Mapping[str, Any] | Callable[..., Any] | None = None) -> None:
+    def __init__(self, *, mirror: OffsetMirror | None = None) -> None:
         self._lock = threading.RLock()
-        self._mirror: Any = None
-        if also_commit_to_kafka_group is not None:
-            from dstream_kafka.stores.kafka_group import KafkaGroupMirror
-
-            self._mirror = KafkaGroupMirror(also_commit_to_kafka_group)
+        self._mirror = mirror
 
     # -- contract ---------------------------------------------------------------------------
-    @abc.abstractmethod
     def load(self, group_id: str, topics: Collection[str] | None = None) -> dict[TopicPartition, int]:
         """Return the committed next offset to read per partition of ``topics`` (every topic of
-        the group when None); ``{}`` on a first start."""
+        the group when None), sorted by partition; ``{}`` on a first start."""
+        group_id = self._check_group(group_id)
+        wanted = None if topics is None else set(topics)
+        stored = self._load(group_id, wanted)
+        return {tp: o for tp, o in sorted(stored.items()) if wanted is None or tp.topic in wanted}
 
     def plan(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange]) -> None:
-        """Record a batch's ranges before its jobs run (write-ahead). No-op by default."""
+        """Record a batch's ranges before its jobs run (write-ahead). No-op unless the store
+        keeps a write-ahead log."""
+        group_id, t, planned, _ = self._check_batch_args(group_id, batch_time_ms, ranges)
+        self._plan(group_id, t, planned)
 
     def pending(self, group_id: str) -> PlannedBatch | None:
-        """Return the oldest planned but uncommitted batch, or None (the default)."""
-        return None
+        """Return the oldest planned but uncommitted batch, or None (always None without a
+        write-ahead log)."""
+        return self._pending(self._check_group(group_id))
 
-    @abc.abstractmethod
     def commit(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange]) -> None:
         """Atomically store a batch's ``untilOffset`` per partition (see the module rules).
+
+        ``batch_time_ms`` may be the ``datetime`` PySpark's ``foreachRDD`` gives; contiguous
+        ranges of one partition are stored as one range.
 
         Raises
         ------
@@ -246,30 +128,110 @@ class OffsetStore(abc.ABC):
             If a range does not start at its partition's stored offset, or another batch
             already committed at ``batch_time_ms``. Nothing is stored.
         """
+        group_id, t, _, merged = self._check_batch_args(group_id, batch_time_ms, ranges)
+        if self._commit(group_id, t, merged):
+            self._mirror_commit(group_id, merged)
 
-    @abc.abstractmethod
     def history(self, group_id: str, limit: int = 20) -> list[CommitRecord]:
         """Return up to ``limit`` committed batches of the group, newest first."""
+        return self._history(self._check_group(group_id), limit)
 
-    @abc.abstractmethod
     def record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
                          batch_time_ms: int | None) -> None:
         """Durably record that ``[lost_from, lost_until)`` of ``tp`` was skipped; if the stored
         offset of ``tp`` is ``lost_from`` it moves to ``lost_until`` atomically with the record."""
+        group_id = self._check_group(group_id)
+        tp = as_topic_partition(tp)
+        OffsetRange(tp.topic, tp.partition, lost_from, lost_until)  # validates the bounds
+        self._record_data_loss(group_id, tp, lost_from, lost_until, batch_time_ms)
 
-    @abc.abstractmethod
     def data_losses(self, group_id: str) -> list[DataLossRecord]:
         """Return every recorded data loss of the group, oldest first."""
+        return self._data_losses(self._check_group(group_id))
 
     def committed_in(self, group_id: str, batch_time_ms: int) -> bool:
         """Return whether this store committed the batch at ``batch_time_ms`` itself (inside a
         transaction), so the stream must not commit it again. False unless transactional."""
-        return False
+        return self._committed_in(self._check_group(group_id), batch_time_to_ms(batch_time_ms))
 
     def close(self) -> None:
         """Release connections and clients. The store must not be used afterwards."""
         if self._mirror is not None:
             self._mirror.close()
+
+    # -- hooks ------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def _load(self, group_id: str, topics: Collection[str] | None) -> Mapping[TopicPartition, int]:
+        """Return the stored offsets of the group (at least those of ``topics``; the template
+        filters and sorts)."""
+
+    def _plan(self, group_id: str, batch_time_ms: int, ranges: tuple[OffsetRange, ...]) -> None:
+        """Write ``ranges`` ahead (as given, validated); the default keeps no write-ahead log."""
+
+    def _pending(self, group_id: str) -> PlannedBatch | None:
+        return None
+
+    @abc.abstractmethod
+    def _commit(self, group_id: str, batch_time_ms: int, merged: tuple[OffsetRange, ...]) -> bool:
+        """Store the batch atomically, checked by :meth:`_admit_commit` inside the atomic section.
+
+        Returns whether the mirror receives the batch's offsets (False when nothing changed).
+        """
+
+    @abc.abstractmethod
+    def _history(self, group_id: str, limit: int) -> list[CommitRecord]:
+        ...
+
+    @abc.abstractmethod
+    def _record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
+                          batch_time_ms: int | None) -> None:
+        ...
+
+    @abc.abstractmethod
+    def _data_losses(self, group_id: str) -> list[DataLossRecord]:
+        ...
+
+    def _committed_in(self, group_id: str, batch_time_ms: int) -> bool:
+        return False
+
+    # -- the commit rules -------------------------------------------------------------------
+    @staticmethod
+    def _admit_commit(group_id: str, batch_time_ms: int, merged: tuple[OffsetRange, ...],
+                      committed: Sequence[OffsetRange] | None,
+                      read_stored: Callable[[], Mapping[TopicPartition, int]], *,
+                      holder: str, place: str) -> Mapping[TopicPartition, int] | None:
+        """Apply the commit rules to what a store read inside its atomic section.
+
+        Parameters
+        ----------
+        committed : sequence of OffsetRange or None
+            The ranges the store already holds for ``batch_time_ms``; None when it holds none.
+        read_stored : callable
+            Returns the stored offsets; called only when the batch is not committed yet.
+        holder, place : str
+            Where the store keeps commits and offsets, as error messages name them.
+
+        Returns
+        -------
+        dict or None
+            The stored offsets, which the batch continues, when it must be written; None when
+            the same batch was committed before (a re-run: nothing to do).
+
+        Raises
+        ------
+        OffsetFencedError
+            If ``committed`` holds other ranges, or a range does not continue its stored offset.
+        """
+        if committed is not None:
+            if tuple(committed) == merged:
+                return None
+            raise OffsetFencedError(
+                f"Commit of batch {batch_time_ms} for group {group_id!r} refused: {holder} already holds "
+                f"batch {batch_time_ms} with other ranges ({list(committed)}). Another driver committed it; "
+                "nothing was stored.")
+        stored = read_stored()
+        check_continuation(group_id, stored, merged, place)
+        return stored
 
     # -- optional ---------------------------------------------------------------------------
     def bind_consumer(self, consumer: Any, lock: Any = None) -> None:
@@ -303,11 +265,13 @@ class OffsetStore(abc.ABC):
             raise ConfigurationError(f"group_id must be a non-empty string, got {group_id!r}")
         return group_id
 
-    @staticmethod
-    def _check_loss(tp: Any, lost_from: int, lost_until: int) -> TopicPartition:
-        tp = as_topic_partition(tp)
-        OffsetRange(tp.topic, tp.partition, lost_from, lost_until)  # validates the bounds
-        return tp
+    def _check_batch_args(self, group_id: Any, batch_time_ms: Any, ranges: Any
+                          ) -> tuple[str, int, tuple[OffsetRange, ...], tuple[OffsetRange, ...]]:
+        """Return the group id, the batch time in ms, the ranges as given and the merged ranges."""
+        group_id = self._check_group(group_id)
+        t = batch_time_to_ms(batch_time_ms)
+        given = as_ranges(ranges)
+        return group_id, t, given, merge_ranges(given)
 
 
 # ------------------------------------------------------------------------------------------
@@ -347,13 +311,32 @@ class TransactionalOffsetStore(OffsetStore):
 
     transactional = True
 
-    @abc.abstractmethod
-    def transaction(self, group_id: str, batch_time_ms: int,
-                    ranges: Sequence[OffsetRange]) -> contextlib.AbstractContextManager[Transaction]:
-        """Open a transaction for one batch; the offsets update and COMMIT happen on normal exit,
-        any exception rolls everything back and propagates."""
+    def transaction(self, group_id: str, batch_time_ms: Any,
+                    ranges: Any) -> contextlib.AbstractContextManager[Transaction]:
+        """Write results and the batch's offsets in one database transaction.
+
+        The group's offsets are locked and the batch checked on entry, so a fenced batch fails
+        before the block runs. On normal exit the offsets are updated (same fencing rules) and
+        the transaction commits; any exception rolls back the results and the offsets and
+        propagates. ``batch_time_ms`` may be the ``datetime`` PySpark's ``foreachRDD`` gives;
+        ``ranges`` may be a KafkaRDD. If the batch was already committed (a re-run) the block
+        runs with ``tx.already_committed`` set and everything is rolled back on exit.
+
+        Examples
+        --------
+        >>> def save(time, rdd):                                         # doctest: +SKIP
+        ...     rows = rdd.map(lambda r: (r[5], 1)).collect()
+        ...     with store.transaction("my-group", time, rdd) as tx:
+        ...         tx.executemany('INSERT INTO "results" VALUES (?, ?)', rows)
+        """
+        group_id, t, given, merged = self._check_batch_args(group_id, batch_time_ms, ranges)
+        return self._transaction(group_id, t, given, merged)
 
     @abc.abstractmethod
-    def committed_in(self, group_id: str, batch_time_ms: int) -> bool:
+    def _transaction(self, group_id: str, batch_time_ms: int, given: tuple[OffsetRange, ...],
+                     merged: tuple[OffsetRange, ...]) -> contextlib.AbstractContextManager[Transaction]:
+        ...
+
+    @abc.abstractmethod
+    def _committed_in(self, group_id: str, batch_time_ms: int) -> bool:
         """Return whether the batch at ``batch_time_ms`` is committed for the group."""
-

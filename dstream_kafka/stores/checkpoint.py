@@ -9,9 +9,9 @@ the same directory belong to the streaming checkpoint and are never touched here
     <dir>/commits/start.next           claim of the first commit
     <dir>/data_loss/<after>-<recorded_at_ms>-<id>   one data-loss record each
 
-Every file is a version line ``v1`` followed by one JSON document, and is written to a temporary
-file and renamed (never overwritten), so a reader sees a complete file or none. Files hold data
-only (ranges and offsets), never pickled code, so they survive code changes.
+Every file is a version line ``v1`` followed by one JSON document
+(:mod:`~dstream_kafka.stores.checkpoint_format`), and is written to a temporary file and renamed
+(never overwritten), so a reader sees a complete file or none.
 
 * ``offsets/<t>``: ``{"group_id", "batch_time_ms", "ranges": [{"topic", "partition",
   "fromOffset", "untilOffset"}...], "planned_at_ms"}``
@@ -42,18 +42,16 @@ import uuid
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from dstream_kafka.errors import ConfigurationError, CorruptCheckpointError, OffsetFencedError, OffsetStoreError
+from dstream_kafka.errors import ConfigurationError, OffsetFencedError, OffsetStoreError
 from dstream_kafka.offsets import OffsetRange, TopicPartition, partition_offsets_from_json, partition_offsets_to_json
-from dstream_kafka.stores.base import (
+from dstream_kafka.stores.base import OffsetStore
+from dstream_kafka.stores.checkpoint_format import FORMAT_VERSION, corrupt, encode, parse, ranges_doc
+from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
+from dstream_kafka.stores.records import (
     CommitRecord,
     DataLossRecord,
-    OffsetStore,
     PlannedBatch,
     advance_offsets,
-    as_ranges,
-    batch_time_to_ms,
-    check_continuation,
-    merge_ranges,
     utc_from_ms,
 )
 from dstream_kafka.stores.checkpoint_fs import CheckpointFileSystem, ChecksumMismatch, open_file_system
@@ -62,18 +60,7 @@ __all__ = ["CheckpointOffsetStore", "FORMAT_VERSION"]
 
 logger = logging.getLogger(__name__)
 
-#: The version line every file starts with.
-FORMAT_VERSION = 1
 _FIRST = "start"
-
-
-def _encode(doc: Mapping[str, Any]) -> bytes:
-    return f"v{FORMAT_VERSION}\n{json.dumps(doc, separators=(',', ':'), ensure_ascii=False)}\n".encode()
-
-
-def _ranges_doc(ranges: Sequence[OffsetRange]) -> list[dict[str, Any]]:
-    return [{"topic": r.topic, "partition": r.partition, "fromOffset": r.fromOffset,
-             "untilOffset": r.untilOffset} for r in ranges]
 
 
 def _int_name(name: str) -> int | None:
@@ -108,7 +95,7 @@ class CheckpointOffsetStore(OffsetStore):
     spark_context : SparkContext, optional
         Used for Hadoop URIs; defaults to the active one.
     also_commit_to_kafka_group : dict or callable, optional
-        See :class:`~dstream_kafka.stores.base.OffsetStore`.
+        Mirror every commit to a Kafka group (:class:`~dstream_kafka.stores.mirror.KafkaGroupMirror`).
 
     Notes
     -----
@@ -117,8 +104,8 @@ class CheckpointOffsetStore(OffsetStore):
     """
 
     def __init__(self, path: str | os.PathLike[str], *, keep_batches: int = 100, spark_context: Any = None,
-                 also_commit_to_kafka_group: Any = None) -> None:
-        super().__init__(also_commit_to_kafka_group=also_commit_to_kafka_group)
+                 also_commit_to_kafka_group: MirrorTarget | None = None) -> None:
+        super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
         if isinstance(keep_batches, bool) or not isinstance(keep_batches, int) or keep_batches < 1:
             raise ConfigurationError(f"keep_batches must be an int >= 1, got {keep_batches!r}")
         self.keep_batches = keep_batches
@@ -152,11 +139,11 @@ class CheckpointOffsetStore(OffsetStore):
         try:
             data = self._fs.read(path)
         except ChecksumMismatch:
-            raise _corrupt(path, "its content does not match its Hadoop checksum file (.crc): it was "
+            raise corrupt(path, "its content does not match its Hadoop checksum file (.crc): it was "
                                  "changed or damaged after it was written") from None
         if data is None:
             return None
-        return _parse(path, data, required)
+        return parse(path, data, required)
 
     def _read_commit(self, t: int) -> _Commit | None:
         path = self._file("commits", t)
@@ -170,16 +157,17 @@ class CheckpointOffsetStore(OffsetStore):
             offsets = partition_offsets_from_json(json.dumps(doc["offsets"]), path, allowed_sentinels=())
             return _Commit(doc, ranges, offsets)
         except (TypeError, ValueError, KeyError) as exc:
-            raise _corrupt(path, f"invalid content ({exc})") from None
+            raise corrupt(path, f"invalid content ({exc})") from None
 
-    def _commit_times(self) -> list[int]:
-        return sorted(t for t in map(_int_name, self._fs.list(self._dir("commits"))) if t is not None)
+    def _times(self, folder: str) -> list[int]:
+        """Return the sorted batch times that name files of ``folder`` (other names skipped)."""
+        return sorted(t for t in map(_int_name, self._fs.list(self._dir(folder))) if t is not None)
 
     def _newest(self, group_id: str) -> _Commit | None:
         """Return the newest commit (cached after the first read), checking its group."""
         if not self._latest_known:
             self._prepare()
-            self._committed_times = self._commit_times()
+            self._committed_times = self._times("commits")
             self._latest = self._read_commit(self._committed_times[-1]) if self._committed_times else None
             self._latest_known = True
         latest = self._latest
@@ -209,12 +197,12 @@ class CheckpointOffsetStore(OffsetStore):
         doc = self._read_doc(path, ("group_id", "topic", "partition", "lost_from", "lost_until",
                                     "batch_time_ms", "recorded_at_ms"))
         if doc is None:
-            raise _corrupt(path, "it disappeared while being read")
+            raise corrupt(path, "it disappeared while being read")
         try:
             return DataLossRecord(str(doc["topic"]), int(doc["partition"]), int(doc["lost_from"]),
                                   int(doc["lost_until"]), doc["batch_time_ms"], utc_from_ms(doc["recorded_at_ms"]))
         except (TypeError, ValueError) as exc:
-            raise _corrupt(path, f"invalid content ({exc})") from None
+            raise corrupt(path, f"invalid content ({exc})") from None
 
     def _stored(self, group_id: str) -> dict[TopicPartition, int]:
         """The committed offsets, advanced over data losses recorded since the newest commit."""
@@ -227,25 +215,18 @@ class CheckpointOffsetStore(OffsetStore):
         return stored
 
     # -- contract -----------------------------------------------------------------------------
-    def load(self, group_id: str, topics: Collection[str] | None = None) -> dict[TopicPartition, int]:
-        group_id = self._check_group(group_id)
+    def _load(self, group_id: str, topics: Collection[str] | None) -> dict[TopicPartition, int]:
         with self._lock:
             self._forget()  # a (re)start reads the files, not the cache
-            stored = self._stored(group_id)
-        wanted = None if topics is None else set(topics)
-        return {tp: o for tp, o in sorted(stored.items()) if wanted is None or tp.topic in wanted}
+            return self._stored(group_id)
 
-    def plan(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange]) -> None:
-        group_id = self._check_group(group_id)
-        t = batch_time_to_ms(batch_time_ms)
-        planned = as_ranges(ranges)
-        merge_ranges(planned)  # validates
+    def _plan(self, group_id: str, t: int, planned: tuple[OffsetRange, ...]) -> None:
         with self._lock:
             self._prepare()
             path = self._file("offsets", t)
-            doc = {"group_id": group_id, "batch_time_ms": t, "ranges": _ranges_doc(planned),
+            doc = {"group_id": group_id, "batch_time_ms": t, "ranges": ranges_doc(planned),
                    "planned_at_ms": int(time.time() * 1000)}
-            if self._fs.write_new(path, _encode(doc)):
+            if self._fs.write_new(path, encode(doc)):
                 return
             before = self._read_planned(t)
             if before is None or before.ranges == planned or _only_adds_empty(before.ranges, planned):
@@ -263,8 +244,8 @@ class CheckpointOffsetStore(OffsetStore):
                 "directory, or a planned batch was not re-run over the same ranges.")
 
     def _discard_plans_after(self, t: int) -> None:
-        for later in map(_int_name, self._fs.list(self._dir("offsets"))):
-            if later is not None and later > t:
+        for later in self._times("offsets"):
+            if later > t:
                 self._fs.delete(self._file("offsets", later))
 
     def _read_planned(self, t: int) -> PlannedBatch | None:
@@ -275,51 +256,53 @@ class CheckpointOffsetStore(OffsetStore):
         try:
             return PlannedBatch(t, tuple(OffsetRange(**item) for item in doc["ranges"]))
         except (TypeError, ValueError) as exc:
-            raise _corrupt(path, f"invalid content ({exc})") from None
+            raise corrupt(path, f"invalid content ({exc})") from None
 
-    def pending(self, group_id: str) -> PlannedBatch | None:
-        group_id = self._check_group(group_id)
+    def _pending(self, group_id: str) -> PlannedBatch | None:
         with self._lock:
             latest = self._newest(group_id)
             after = latest.batch_time_ms if latest is not None else -1
-            planned = sorted(t for t in map(_int_name, self._fs.list(self._dir("offsets")))
-                             if t is not None and t > after)
+            planned = [t for t in self._times("offsets") if t > after]
             return self._read_planned(planned[0]) if planned else None
 
-    def commit(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange]) -> None:
-        group_id = self._check_group(group_id)
-        t = batch_time_to_ms(batch_time_ms)
-        merged = merge_ranges(ranges)
+    def _commit(self, group_id: str, t: int, merged: tuple[OffsetRange, ...]) -> bool:
         with self._lock:
             try:
                 try:
-                    self._commit(group_id, t, merged)
+                    self._commit_once(group_id, t, merged)
                 except _ClaimTaken:
                     # Our view was stale: re-read the newest commit and check again, so the
                     # error names the partitions (or the batch goes through if it continues it).
                     self._forget()
-                    self._commit(group_id, t, merged, retry=False)
+                    self._commit_once(group_id, t, merged, retry=False)
             except OffsetFencedError:
                 self._forget()  # someone else wrote: re-read the files next time
                 raise
-        self._mirror_commit(group_id, merged)
+        # A re-run of the committed batch is mirrored too: the mirror a crash missed catches up.
+        return True
 
-    def _commit(self, group_id: str, t: int, merged: tuple[OffsetRange, ...], retry: bool = True) -> None:
+    def _commit_once(self, group_id: str, t: int, merged: tuple[OffsetRange, ...], retry: bool = True) -> None:
         latest = self._newest(group_id)
+        committed = None
         if latest is not None and t <= latest.batch_time_ms:
+            # Commits are ordered: a batch at or before the newest one is either that same
+            # batch again or another driver's.
             previous = latest if t == latest.batch_time_ms else self._read_commit(t)
-            if previous is not None and previous.ranges == merged:
-                return  # the same batch was committed already
-            raise OffsetFencedError(
-                f"Commit of batch {t} for group {group_id!r} refused: the checkpoint {self.path} already "
-                f"committed batch {latest.batch_time_ms}" + (f" with other ranges ({list(previous.ranges)})"
-                                                             if previous is not None else "")
-                + ". Another driver uses this checkpoint directory; nothing was stored.")
-        stored = self._stored(group_id)
-        check_continuation(group_id, stored, merged, f"checkpoint {self.path}")
+            if previous is None or previous.ranges != merged:
+                raise OffsetFencedError(
+                    f"Commit of batch {t} for group {group_id!r} refused: the checkpoint {self.path} already "
+                    f"committed batch {latest.batch_time_ms}" + (f" with other ranges ({list(previous.ranges)})"
+                                                                 if previous is not None else "")
+                    + ". Another driver uses this checkpoint directory; nothing was stored.")
+            committed = previous.ranges
+        where = f"checkpoint {self.path}"
+        stored = self._admit_commit(group_id, t, merged, committed, lambda: self._stored(group_id),
+                                    holder=where, place=where)
+        if stored is None:
+            return
         prev = latest.batch_time_ms if latest is not None else None
         claim = self._file("commits", f"{_FIRST if prev is None else prev}.next")
-        if not self._fs.write_new(claim, _encode({"group_id": group_id, "batch_time_ms": t})):
+        if not self._fs.write_new(claim, encode({"group_id": group_id, "batch_time_ms": t})):
             doc = self._read_doc(claim, ("group_id", "batch_time_ms"))
             if doc is None or doc["batch_time_ms"] != t or doc["group_id"] != group_id:
                 if retry:
@@ -333,11 +316,11 @@ class CheckpointOffsetStore(OffsetStore):
             # Our own claim from an attempt that crashed before writing the commit file.
         now = int(time.time() * 1000)
         offsets = advance_offsets(stored, merged)
-        doc = {"group_id": group_id, "batch_time_ms": t, "ranges": _ranges_doc(merged),
+        doc = {"group_id": group_id, "batch_time_ms": t, "ranges": ranges_doc(merged),
                "offsets": json.loads(partition_offsets_to_json(offsets)),
                "previous_batch_time_ms": prev, "committed_at_ms": now}
         path = self._file("commits", t)
-        if not self._fs.write_new(path, _encode(doc)):
+        if not self._fs.write_new(path, encode(doc)):
             existing = self._read_commit(t)
             if existing is None or existing.ranges != merged:
                 raise OffsetFencedError(
@@ -352,7 +335,7 @@ class CheckpointOffsetStore(OffsetStore):
     def _prune(self) -> None:
         if len(self._committed_times) <= self.keep_batches + 10:
             return  # prune in steps of 10 batches: listing folders is not free on HDFS
-        self._committed_times = self._commit_times()
+        self._committed_times = self._times("commits")
         drop = self._committed_times[:-self.keep_batches]
         if not drop:
             return
@@ -361,19 +344,18 @@ class CheckpointOffsetStore(OffsetStore):
             for t in drop:
                 self._fs.delete(self._file("commits", t))
                 self._fs.delete(self._file("commits", f"{t}.next"))
-            for t in map(_int_name, self._fs.list(self._dir("offsets"))):
-                if t is not None and t <= floor:
-                    self._fs.delete(self._file("offsets", t))
+            for planned in self._times("offsets"):
+                if planned <= floor:
+                    self._fs.delete(self._file("offsets", planned))
         except Exception as exc:  # retention is housekeeping: never fail the commit for it
             logger.warning("Pruning old checkpoint files in %s failed: %s", self.path, exc)
         self._committed_times = self._committed_times[-self.keep_batches:]
 
-    def history(self, group_id: str, limit: int = 20) -> list[CommitRecord]:
-        group_id = self._check_group(group_id)
+    def _history(self, group_id: str, limit: int) -> list[CommitRecord]:
         with self._lock:
             self._newest(group_id)
-            records = []
-            for t in reversed(self._commit_times()):
+            records: list[CommitRecord] = []
+            for t in reversed(self._times("commits")):
                 if len(records) >= limit:
                     break
                 commit = self._read_commit(t)
@@ -381,10 +363,8 @@ class CheckpointOffsetStore(OffsetStore):
                     records.append(CommitRecord(t, commit.ranges, utc_from_ms(commit.committed_at_ms)))
             return records
 
-    def record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
-                         batch_time_ms: int | None) -> None:
-        group_id = self._check_group(group_id)
-        tp = self._check_loss(tp, lost_from, lost_until)
+    def _record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
+                          batch_time_ms: int | None) -> None:
         with self._lock:
             latest = self._newest(group_id)
             now = int(time.time() * 1000)
@@ -395,11 +375,10 @@ class CheckpointOffsetStore(OffsetStore):
             doc = {"group_id": group_id, "topic": tp.topic, "partition": tp.partition,
                    "lost_from": lost_from, "lost_until": lost_until, "batch_time_ms": batch_time_ms,
                    "recorded_at_ms": now}
-            self._fs.write_new(self._file("data_loss", name), _encode(doc))
+            self._fs.write_new(self._file("data_loss", name), encode(doc))
             self._loss_cache = None
 
-    def data_losses(self, group_id: str) -> list[DataLossRecord]:
-        group_id = self._check_group(group_id)
+    def _data_losses(self, group_id: str) -> list[DataLossRecord]:
         with self._lock:
             self._prepare()
             names = [n for n in self._fs.list(self._dir("data_loss")) if not n.startswith(".")]
@@ -417,40 +396,3 @@ def _only_adds_empty(before: Sequence[OffsetRange], now: Sequence[OffsetRange]) 
     extra = [r for r in now if r.topicPartition() not in known]
     return (all(known[r.topicPartition()] == r for r in now if r.topicPartition() in known)
             and len(now) - len(extra) == len(before) and all(r.count() == 0 for r in extra))
-
-
-def _corrupt(path: str, problem: str) -> CorruptCheckpointError:
-    return CorruptCheckpointError(
-        f"Checkpoint file {path} is corrupt: {problem}. Offsets are never reset on their own: restore "
-        "the file from a backup, or remove it (and every newer file in offsets/ and commits/) to "
-        "resume from the batch before it.")
-
-
-def _parse(path: str, data: bytes, required: Collection[str]) -> dict[str, Any]:
-    """Parse ``v1\\n{json}``; raise CorruptCheckpointError naming ``path`` on any problem."""
-    if not data:
-        raise _corrupt(path, "the file is empty (truncated)")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise _corrupt(path, "it is not UTF-8 text") from None
-    version, newline, body = text.partition("\n")
-    if not (version.startswith("v") and version[1:].isdigit()):
-        raise _corrupt(path, f"the first line should be the format version v{FORMAT_VERSION}, "
-                             f"got {version[:20]!r}" + ("" if newline else " (truncated)"))
-    if int(version[1:]) > FORMAT_VERSION:
-        raise CorruptCheckpointError(
-            f"Checkpoint file {path} was written by a newer dstream_kafka (format {version}; this "
-            f"version reads v{FORMAT_VERSION}). Upgrade dstream_kafka to resume from it.")
-    if int(version[1:]) < 1:
-        raise _corrupt(path, f"unknown format version {version!r}")
-    try:
-        doc = json.loads(body)
-    except ValueError as exc:
-        raise _corrupt(path, f"the JSON is invalid or truncated ({exc})") from None
-    if not isinstance(doc, dict):
-        raise _corrupt(path, "the JSON is not an object")
-    missing = [k for k in required if k not in doc]
-    if missing:
-        raise _corrupt(path, f"missing keys {missing}")
-    return doc

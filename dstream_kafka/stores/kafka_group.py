@@ -1,4 +1,4 @@
-"""Offsets in the Kafka consumer group (``group.id``), and the monitoring mirror to a group.
+"""Offsets in the Kafka consumer group (``group.id``), and commits to Kafka groups.
 
 :class:`KafkaGroupOffsetStore` commits ``untilOffset`` per partition to the user's group after
 the batch's output, as Spark's ``commitAsync`` does, which gives at-least-once delivery. Each
@@ -26,21 +26,15 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from dstream_kafka.errors import ConfigurationError, OffsetStoreError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
-from dstream_kafka.stores.base import (
-    CommitRecord,
-    DataLossRecord,
-    OffsetStore,
-    check_continuation,
-    merge_ranges,
-    utc_from_ms,
-)
+from dstream_kafka.stores.base import OffsetStore
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, utc_from_ms
 
-__all__ = ["KafkaGroupMirror", "KafkaGroupOffsetStore", "kafka_client_config"]
+__all__ = ["GroupCommitter", "KafkaGroupOffsetStore", "kafka_client_config"]
 
 logger = logging.getLogger(__name__)
 
@@ -86,8 +80,11 @@ def _meta(text: str | None) -> dict[str, Any]:
     return doc if isinstance(doc, dict) and doc.get("dstream_kafka") == 1 else {}
 
 
-class _GroupCommitter:
-    """Commits to Kafka groups through a bound consumer or one owned consumer per group."""
+class GroupCommitter:
+    """Commits to Kafka groups through a bound consumer or one owned consumer per group.
+
+    The group store and :class:`~dstream_kafka.stores.mirror.KafkaGroupMirror` commit with it.
+    """
 
     def __init__(self, kafkaParams: Mapping[str, Any]) -> None:
         self._config = kafka_client_config(kafkaParams)
@@ -96,9 +93,11 @@ class _GroupCommitter:
         self._bound_lock: Any = None
 
     def bind(self, consumer: Any, lock: Any) -> None:
+        """Commit through ``consumer`` (guarded by ``lock``) for its own group."""
         self._bound, self._bound_lock = consumer, lock
 
     def commit(self, group_id: str, offsets: Mapping[TopicPartition, Any], timeout_ms: int) -> None:
+        """Commit ``{TopicPartition: OffsetAndMetadata}`` to ``group_id``."""
         bound = self._bound
         if bound is not None and getattr(bound, "config", {}).get("group_id") == group_id:
             with self._bound_lock or contextlib.nullcontext():
@@ -114,63 +113,11 @@ class _GroupCommitter:
         consumer.commit({_ktp(tp): oam for tp, oam in offsets.items()}, timeout_ms=timeout_ms)
 
     def close(self) -> None:
+        """Close the consumers this committer opened (never the bound one)."""
         for consumer in self._owned.values():
             with contextlib.suppress(Exception):
                 consumer.close(autocommit=False)
         self._owned.clear()
-
-
-class KafkaGroupMirror:
-    """Best-effort copy of committed offsets to a Kafka consumer group, for lag monitoring.
-
-    Parameters
-    ----------
-    target : dict or callable
-        Kafka params (``bootstrap.servers``, optional ``group.id`` overriding the store's group
-        id) or a callable ``fn(group_id, offsets)``.
-    """
-
-    def __init__(self, target: Mapping[str, Any] | Callable[[str, dict[TopicPartition, int]], Any]) -> None:
-        self._last_warning = float("-inf")
-        if callable(target):
-            self._fn: Callable[..., Any] | None = target
-            self._committer: _GroupCommitter | None = None
-            self._group: str | None = None
-        else:
-            self._fn = None
-            self._committer = _GroupCommitter(target)
-            self._group = target.get("group.id") or target.get("group_id")
-
-    def bind_consumer(self, consumer: Any, lock: Any = None) -> None:
-        if self._committer is not None:
-            self._committer.bind(consumer, lock)
-
-    def commit(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
-        """Mirror ``offsets``; never raises (a failure is logged as a warning)."""
-        from kafka.structs import OffsetAndMetadata
-
-        group = self._group or group_id
-        try:
-            if self._fn is not None:
-                self._fn(group, dict(offsets))
-            else:
-                assert self._committer is not None
-                self._committer.commit(
-                    group, {tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()}, 10_000)
-        except Exception as exc:  # monitoring only: never fail the batch
-            # Only the exception type and Kafka's error text: never the params (they may hold
-            # SASL/SSL passwords). At most one warning a minute, as this runs every batch.
-            now = time.monotonic()
-            quiet = now - self._last_warning < 60.0
-            if not quiet:
-                self._last_warning = now
-            logger.log(logging.DEBUG if quiet else logging.WARNING,
-                       "Mirroring committed offsets to Kafka group %r failed (monitoring only, the batch "
-                       "is committed): %s: %s", group, type(exc).__name__, exc)
-
-    def close(self) -> None:
-        if self._committer is not None:
-            self._committer.close()
 
 
 class KafkaGroupOffsetStore(OffsetStore):
@@ -190,7 +137,7 @@ class KafkaGroupOffsetStore(OffsetStore):
                  timeout_ms: int = 30_000) -> None:
         super().__init__()
         self._params = dict(kafkaParams)
-        self._committer = _GroupCommitter(self._params)
+        self._committer = GroupCommitter(self._params)
         self._admin: Any = None
         self._data_loss_topic = data_loss_topic
         self._timeout_ms = timeout_ms
@@ -229,28 +176,27 @@ class KafkaGroupOffsetStore(OffsetStore):
         super().bind_consumer(consumer, lock)
         self._committer.bind(consumer, lock)
 
-    def load(self, group_id: str, topics: Collection[str] | None = None) -> dict[TopicPartition, int]:
-        group_id = self._check_group(group_id)
+    def _load(self, group_id: str, topics: Collection[str] | None) -> dict[TopicPartition, int]:
         with self._lock:
-            wanted = None if topics is None else set(topics)
-            return {tp: int(oam.offset) for tp, oam in sorted(self._fetch(group_id).items())
-                    if wanted is None or tp.topic in wanted}
+            return {tp: int(oam.offset) for tp, oam in self._fetch(group_id).items()}
 
-    def commit(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange]) -> None:
+    def _commit(self, group_id: str, batch_time_ms: int, merged: tuple[OffsetRange, ...]) -> bool:
         from kafka.structs import OffsetAndMetadata
 
-        group_id = self._check_group(group_id)
-        merged = merge_ranges(ranges)
         if not merged:
-            return  # nothing to store: Kafka offsets are per partition
+            return False  # nothing to store: Kafka offsets are per partition
         with self._lock:
             current = self._fetch(group_id, [r.topicPartition() for r in merged])
-            if all(r.topicPartition() in current and current[r.topicPartition()].offset == r.untilOffset
-                   and _meta(current[r.topicPartition()].metadata).get("batch_time_ms") == batch_time_ms
-                   for r in merged):
-                return  # the same batch was committed already
-            check_continuation(group_id, {tp: int(o.offset) for tp, o in current.items()}, merged,
-                               f"Kafka group {group_id!r}")
+            # Kafka keeps no batch history: the batch is committed when every partition holds
+            # its untilOffset with metadata naming this batch.
+            done = all(r.topicPartition() in current and current[r.topicPartition()].offset == r.untilOffset
+                       and _meta(current[r.topicPartition()].metadata).get("batch_time_ms") == batch_time_ms
+                       for r in merged)
+            where = f"Kafka group {group_id!r}"
+            if self._admit_commit(group_id, batch_time_ms, merged, merged if done else None,
+                                  lambda: {tp: int(o.offset) for tp, o in current.items()},
+                                  holder=where, place=where) is None:
+                return False
             now = int(time.time() * 1000)
             offsets = {
                 r.topicPartition(): OffsetAndMetadata(r.untilOffset, json.dumps(
@@ -265,10 +211,10 @@ class KafkaGroupOffsetStore(OffsetStore):
                     f"Committing offsets of batch {batch_time_ms} to Kafka group {group_id!r} failed: "
                     f"{type(exc).__name__}: {exc}. If the stream's driver consumer subscribes with this "
                     "group.id, bind it with store.bind_consumer(consumer)") from None
+        return True
 
-    def history(self, group_id: str, limit: int = 20) -> list[CommitRecord]:
-        """Return the latest committed batch only (Kafka keeps one offset per partition)."""
-        group_id = self._check_group(group_id)
+    def _history(self, group_id: str, limit: int) -> list[CommitRecord]:
+        # Only the latest committed batch: Kafka keeps one offset per partition.
         with self._lock:
             metas = {tp: (oam, _meta(oam.metadata)) for tp, oam in self._fetch(group_id).items()}
         metas = {tp: v for tp, v in metas.items() if "batch_time_ms" in v[1] and not v[1].get("data_loss")}
@@ -293,13 +239,11 @@ class KafkaGroupOffsetStore(OffsetStore):
         except TopicAlreadyExistsError:
             pass
 
-    def record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
-                         batch_time_ms: int | None) -> None:
+    def _record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
+                          batch_time_ms: int | None) -> None:
         from kafka import KafkaProducer
         from kafka.structs import OffsetAndMetadata
 
-        group_id = self._check_group(group_id)
-        tp = self._check_loss(tp, lost_from, lost_until)
         record = {"group_id": group_id, "topic": tp.topic, "partition": tp.partition,
                   "lost_from": lost_from, "lost_until": lost_until, "batch_time_ms": batch_time_ms,
                   "recorded_at_ms": int(time.time() * 1000)}
@@ -326,11 +270,10 @@ class KafkaGroupOffsetStore(OffsetStore):
                 self._committer.commit(group_id, {tp: OffsetAndMetadata(lost_until, meta, -1)},
                                        self._timeout_ms)
 
-    def data_losses(self, group_id: str) -> list[DataLossRecord]:
+    def _data_losses(self, group_id: str) -> list[DataLossRecord]:
         from kafka import KafkaConsumer
         from kafka import TopicPartition as KTP
 
-        group_id = self._check_group(group_id)
         config = {**kafka_client_config(self._params), "group_id": None, "enable_auto_commit": False}
         records: list[DataLossRecord] = []
         with self._lock:

@@ -39,7 +39,7 @@ import collections
 import contextlib
 import logging
 import os
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from dstream_kafka.errors import ConfigurationError, OffsetFencedError, OffsetStoreError
@@ -51,17 +51,9 @@ from dstream_kafka.offsets import (
     partition_offsets_from_json,
     partition_offsets_to_json,
 )
-from dstream_kafka.stores.base import (
-    CommitRecord,
-    DataLossRecord,
-    Transaction,
-    TransactionalOffsetStore,
-    advance_offsets,
-    as_ranges,
-    batch_time_to_ms,
-    check_continuation,
-    merge_ranges,
-)
+from dstream_kafka.stores.base import Transaction, TransactionalOffsetStore
+from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, advance_offsets
 from dstream_kafka.stores.sql_dialects import (
     Dialect,
     PostgresDialect,
@@ -93,7 +85,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
     keep_history : int
         Rows of commit history kept per group.
     also_commit_to_kafka_group : dict or callable, optional
-        See :class:`~dstream_kafka.stores.base.OffsetStore`.
+        Mirror every commit to a Kafka group (:class:`~dstream_kafka.stores.mirror.KafkaGroupMirror`).
 
     Notes
     -----
@@ -102,8 +94,8 @@ class SqlOffsetStore(TransactionalOffsetStore):
     """
 
     def __init__(self, dialect: Dialect, *, table_prefix: str = "dstream_kafka_", schema: str | None = None,
-                 keep_history: int = 1000, also_commit_to_kafka_group: Any = None) -> None:
-        super().__init__(also_commit_to_kafka_group=also_commit_to_kafka_group)
+                 keep_history: int = 1000, also_commit_to_kafka_group: MirrorTarget | None = None) -> None:
+        super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
         self._dialect = dialect
         self.table_prefix = validate_prefix(table_prefix)
         if schema is not None:
@@ -131,7 +123,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
             now=self._dialect.now, for_update=self._dialect.for_update))
 
     def _connection(self) -> Any:
-        if self._conn is None or getattr(self._conn, "closed", 0):
+        if self._conn is None or getattr(self._conn, "closed", False):
             self._conn = self._dialect.connect()
         if not self._tables_ready:
             self._create_tables(self._conn)
@@ -263,22 +255,12 @@ class SqlOffsetStore(TransactionalOffsetStore):
         row = cur.fetchone()
         return None if row is None else tuple(offset_ranges_from_json(row[0], self.tables["commits"]))
 
-    def _refuse_batch(self, group_id: str, t: int, ranges: Sequence[OffsetRange]) -> OffsetFencedError:
-        return OffsetFencedError(
-            f"Commit of batch {t} for group {group_id!r} refused: {self.tables['commits']} already holds "
-            f"batch {t} with other ranges ({list(ranges)}). Another driver committed it; nothing was stored.")
-
     def _check_batch(self, cur: Any, group_id: str, t: int,
-                     merged: tuple[OffsetRange, ...]) -> tuple[bool, dict[TopicPartition, int]]:
-        """Lock and check; return (already committed, stored offsets)."""
+                     merged: tuple[OffsetRange, ...]) -> Mapping[TopicPartition, int] | None:
+        """Lock the group's rows and check; return the stored offsets, None if already committed."""
         stored, _ = self._state(cur, group_id, lock=True)
-        done = self._committed_ranges(cur, group_id, t)
-        if done is not None:
-            if done == merged:
-                return True, stored
-            raise self._refuse_batch(group_id, t, done)
-        check_continuation(group_id, stored, merged, f"{self.tables['offsets']}")
-        return False, stored
+        return self._admit_commit(group_id, t, merged, self._committed_ranges(cur, group_id, t),
+                                  lambda: stored, holder=self.tables["commits"], place=self.tables["offsets"])
 
     def _apply(self, cur: Any, group_id: str, t: int, merged: tuple[OffsetRange, ...],
                stored: Mapping[TopicPartition, int]) -> None:
@@ -317,47 +299,22 @@ class SqlOffsetStore(TransactionalOffsetStore):
                         (group_id, group_id, self.keep_history))
 
     # -- contract -----------------------------------------------------------------------------
-    def load(self, group_id: str, topics: Collection[str] | None = None) -> dict[TopicPartition, int]:
-        group_id = self._check_group(group_id)
+    def _load(self, group_id: str, topics: Collection[str] | None) -> dict[TopicPartition, int]:
         with self._txn("loading offsets", write=False) as cur, self._wrapped("loading offsets"):
             stored, _ = self._state(cur, group_id, lock=False)
-        wanted = None if topics is None else set(topics)
-        return {tp: o for tp, o in sorted(stored.items()) if wanted is None or tp.topic in wanted}
+        return stored
 
-    def commit(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange]) -> None:
-        group_id = self._check_group(group_id)
-        t = batch_time_to_ms(batch_time_ms)
-        merged = merge_ranges(ranges)
+    def _commit(self, group_id: str, t: int, merged: tuple[OffsetRange, ...]) -> bool:
         with self._txn("committing offsets", write=True) as cur, self._wrapped("committing offsets"):
-            already, stored = self._check_batch(cur, group_id, t, merged)
-            if not already:
+            stored = self._check_batch(cur, group_id, t, merged)
+            if stored is not None:
                 self._apply(cur, group_id, t, merged, stored)
         self._remember_commit(group_id, t)
-        if not already:
-            self._mirror_commit(group_id, merged)
+        return stored is not None
 
     @contextlib.contextmanager
-    def transaction(self, group_id: str, batch_time_ms: Any, ranges: Any) -> Iterator[Transaction]:
-        """Write results and the batch's offsets in one database transaction.
-
-        The group's offset rows are locked and the batch checked on entry, so a fenced batch
-        fails before the block runs. On normal exit the offsets are updated (same fencing rules)
-        and the transaction commits; any exception rolls back the results and the offsets and
-        propagates. ``batch_time_ms`` may be the ``datetime`` PySpark's ``foreachRDD`` gives;
-        ``ranges`` may be a KafkaRDD. If the batch was already committed (a re-run) the block
-        runs with ``tx.already_committed`` set and everything is rolled back on exit.
-
-        Examples
-        --------
-        >>> def save(time, rdd):                                         # doctest: +SKIP
-        ...     rows = rdd.map(lambda r: (r[5], 1)).collect()
-        ...     with store.transaction("my-group", time, rdd) as tx:
-        ...         tx.executemany('INSERT INTO "results" VALUES (?, ?)', rows)
-        """
-        group_id = self._check_group(group_id)
-        t = batch_time_to_ms(batch_time_ms)
-        planned = as_ranges(ranges)
-        merged = merge_ranges(planned)
+    def _transaction(self, group_id: str, t: int, given: tuple[OffsetRange, ...],
+                     merged: tuple[OffsetRange, ...]) -> Iterator[Transaction]:
         with self._lock:
             with self._wrapped("opening a transaction"):
                 conn = self._connection()
@@ -365,9 +322,9 @@ class SqlOffsetStore(TransactionalOffsetStore):
                 cur = conn.cursor()
             try:
                 with self._wrapped("checking offsets"):
-                    already, stored = self._check_batch(cur, group_id, t, merged)
-                yield Transaction(cur, group_id, t, planned, already, self._dialect.paramstyle)
-                if already:
+                    stored = self._check_batch(cur, group_id, t, merged)
+                yield Transaction(cur, group_id, t, given, stored is None, self._dialect.paramstyle)
+                if stored is None:
                     _rollback(conn)  # a re-run of a committed batch: drop its writes
                     self._remember_commit(group_id, t)
                     return
@@ -385,9 +342,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
         while len(self._committed_here) > REMEMBERED_COMMITS:
             self._committed_here.popitem(last=False)
 
-    def committed_in(self, group_id: str, batch_time_ms: int) -> bool:
-        group_id = self._check_group(group_id)
-        t = batch_time_to_ms(batch_time_ms)
+    def _committed_in(self, group_id: str, t: int) -> bool:
         with self._lock:
             if (group_id, t) in self._committed_here:
                 return True
@@ -395,8 +350,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
             cur.execute(self._q('SELECT 1 FROM {C} WHERE "group_id" = ? AND "batch_time_ms" = ?'), (group_id, t))
             return cur.fetchone() is not None
 
-    def history(self, group_id: str, limit: int = 20) -> list[CommitRecord]:
-        group_id = self._check_group(group_id)
+    def _history(self, group_id: str, limit: int) -> list[CommitRecord]:
         with self._txn("reading commits", write=False) as cur, self._wrapped("reading commits"):
             cur.execute(self._q('SELECT "batch_time_ms", "ranges", "committed_at" FROM {C} WHERE "group_id" = ? '
                                 'ORDER BY "id" DESC LIMIT ?'), (group_id, max(0, int(limit))))
@@ -404,10 +358,8 @@ class SqlOffsetStore(TransactionalOffsetStore):
         return [CommitRecord(int(t), tuple(offset_ranges_from_json(r, self.tables["commits"])),
                              self._dialect.to_datetime(at)) for t, r, at in rows]
 
-    def record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
-                         batch_time_ms: int | None) -> None:
-        group_id = self._check_group(group_id)
-        tp = self._check_loss(tp, lost_from, lost_until)
+    def _record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
+                          batch_time_ms: int | None) -> None:
         with self._txn("recording data loss", write=True) as cur, self._wrapped("recording data loss"):
             stored, commit_id = self._state(cur, group_id, lock=True)
             cur.execute(self._q('INSERT INTO {L} ("group_id", "topic", "partition", "lost_from", "lost_until", '
@@ -418,8 +370,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
                                     'AND "topic" = ? AND "partition" = ? AND "until_offset" = ?'),
                             (lost_until, group_id, tp.topic, tp.partition, lost_from))
 
-    def data_losses(self, group_id: str) -> list[DataLossRecord]:
-        group_id = self._check_group(group_id)
+    def _data_losses(self, group_id: str) -> list[DataLossRecord]:
         with self._txn("reading data losses", write=False) as cur, self._wrapped("reading data losses"):
             cur.execute(self._q('SELECT "topic", "partition", "lost_from", "lost_until", "batch_time_ms", '
                                 '"recorded_at" FROM {L} WHERE "group_id" = ? ORDER BY "id"'), (group_id,))

@@ -25,15 +25,9 @@ from typing import Any
 
 from dstream_kafka.errors import ConfigurationError, MissingDependencyError, OffsetFencedError, OffsetStoreError
 from dstream_kafka.offsets import OffsetRange, TopicPartition, offset_ranges_from_json, offset_ranges_to_json
-from dstream_kafka.stores.base import (
-    CommitRecord,
-    DataLossRecord,
-    OffsetStore,
-    batch_time_to_ms,
-    check_continuation,
-    merge_ranges,
-    utc_from_ms,
-)
+from dstream_kafka.stores.base import OffsetStore
+from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, utc_from_ms
 
 __all__ = ["ZooKeeperOffsetStore"]
 
@@ -71,14 +65,14 @@ class ZooKeeperOffsetStore(OffsetStore):
     keep_history : int
         History nodes kept per group.
     also_commit_to_kafka_group : dict or callable, optional
-        See :class:`~dstream_kafka.stores.base.OffsetStore`.
+        Mirror every commit to a Kafka group (:class:`~dstream_kafka.stores.mirror.KafkaGroupMirror`).
     **client_kwargs
         Further ``KazooClient`` arguments (``auth_data``, ``use_ssl``, ...); never logged.
     """
 
     def __init__(self, hosts: Any = "127.0.0.1:2181", *, timeout: float = 15.0, keep_history: int = 1000,
-                 also_commit_to_kafka_group: Any = None, **client_kwargs: Any) -> None:
-        super().__init__(also_commit_to_kafka_group=also_commit_to_kafka_group)
+                 also_commit_to_kafka_group: MirrorTarget | None = None, **client_kwargs: Any) -> None:
+        super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
         kazoo = _kazoo()
         if isinstance(keep_history, bool) or not isinstance(keep_history, int) or keep_history < 1:
             raise ConfigurationError(f"keep_history must be an int >= 1, got {keep_history!r}")
@@ -157,8 +151,7 @@ class ZooKeeperOffsetStore(OffsetStore):
         return int(text), stat.version
 
     # -- contract -----------------------------------------------------------------------------
-    def load(self, group_id: str, topics: Collection[str] | None = None) -> dict[TopicPartition, int]:
-        group_id = self._check_group(group_id)
+    def _load(self, group_id: str, topics: Collection[str] | None) -> dict[TopicPartition, int]:
         base = f"{self._group_path(group_id)}/offsets"
         result: dict[TopicPartition, int] = {}
         with self._lock, self._wrapped("loading offsets"):
@@ -177,28 +170,27 @@ class ZooKeeperOffsetStore(OffsetStore):
                         offset, _ = self._read_offset(f"{base}/{topic}/{name}")
                         if offset is not None:
                             result[TopicPartition(topic, int(name))] = offset
-        return dict(sorted(result.items()))
+        return result
 
-    def commit(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange]) -> None:
-        group_id = self._check_group(group_id)
-        t = batch_time_to_ms(batch_time_ms)
-        merged = merge_ranges(ranges)
+    def _commit(self, group_id: str, t: int, merged: tuple[OffsetRange, ...]) -> bool:
         history = f"{self._group_path(group_id)}/dstream_kafka/commits"
         with self._lock, self._wrapped("committing offsets"):
             zk = self._client()
             paths = [self._offset_path(group_id, r.topicPartition()) for r in merged]
             found = self._get_many([f"{history}/{t}", *paths])
             done = self._parse_commit(f"{history}/{t}", found[0])
-            if done is not None:
-                if done[0] == merged:
-                    return  # the same batch was committed already
-                raise OffsetFencedError(
-                    f"Commit of batch {t} for group {group_id!r} refused: ZooKeeper already holds batch {t} "
-                    f"with other ranges ({list(done[0])}). Another driver committed it; nothing was stored.")
-            current = {r.topicPartition(): self._read_offset(path, item, fetch=False)
-                       for r, path, item in zip(merged, paths, found[1:])}
-            stored = {tp: off for tp, (off, _) in current.items() if off is not None}
-            check_continuation(group_id, stored, merged, f"ZooKeeper {self.hosts}")
+            # (offset, version) per partition, read after the history node so that a re-run of a
+            # committed batch is a no-op; the transaction below writes with these versions.
+            current: dict[TopicPartition, tuple[int | None, int]] = {}
+
+            def read_stored() -> dict[TopicPartition, int]:
+                current.update({r.topicPartition(): self._read_offset(path, item, fetch=False)
+                                for r, path, item in zip(merged, paths, found[1:])})
+                return {tp: off for tp, (off, _) in current.items() if off is not None}
+
+            if self._admit_commit(group_id, t, merged, None if done is None else done[0], read_stored,
+                                  holder="ZooKeeper", place=f"ZooKeeper {self.hosts}") is None:
+                return False
             self._ensure(history)
             for topic in sorted({r.topic for r in merged if current[r.topicPartition()][0] is None}):
                 self._ensure(f"{self._group_path(group_id)}/offsets/{topic}")
@@ -227,7 +219,7 @@ class ZooKeeperOffsetStore(OffsetStore):
                     f"Commit of batch {t} for group {group_id!r} refused by ZooKeeper ({type(res).__name__}): "
                     f"{what}. Another driver commits for this group; nothing was stored.")
             self._prune(group_id, history)
-        self._mirror_commit(group_id, merged)
+        return True
 
     def _prune(self, group_id: str, history: str) -> None:
         count = self._history_count.get(group_id, self.keep_history + 10) + 1
@@ -255,8 +247,7 @@ class ZooKeeperOffsetStore(OffsetStore):
             raise OffsetStoreError(f"ZooKeeper node {path} is not a dstream_kafka commit record ({exc}); "
                                    "restore or remove it") from None
 
-    def history(self, group_id: str, limit: int = 20) -> list[CommitRecord]:
-        group_id = self._check_group(group_id)
+    def _history(self, group_id: str, limit: int) -> list[CommitRecord]:
         history = f"{self._group_path(group_id)}/dstream_kafka/commits"
         records = []
         with self._lock, self._wrapped("reading the commit history"):
@@ -270,10 +261,8 @@ class ZooKeeperOffsetStore(OffsetStore):
                     records.append(CommitRecord(t, found[0], utc_from_ms(found[1])))
         return records
 
-    def record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
-                         batch_time_ms: int | None) -> None:
-        group_id = self._check_group(group_id)
-        tp = self._check_loss(tp, lost_from, lost_until)
+    def _record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
+                          batch_time_ms: int | None) -> None:
         folder = f"{self._group_path(group_id)}/dstream_kafka/data_loss"
         record = {"topic": tp.topic, "partition": tp.partition, "lost_from": lost_from, "lost_until": lost_until,
                   "batch_time_ms": batch_time_ms, "recorded_at_ms": int(time.time() * 1000)}
@@ -292,8 +281,7 @@ class ZooKeeperOffsetStore(OffsetStore):
                     f"Recording data loss of {tp.topic}-{tp.partition} for group {group_id!r} failed: the "
                     "offset node changed concurrently; nothing was stored.")
 
-    def data_losses(self, group_id: str) -> list[DataLossRecord]:
-        group_id = self._check_group(group_id)
+    def _data_losses(self, group_id: str) -> list[DataLossRecord]:
         folder = f"{self._group_path(group_id)}/dstream_kafka/data_loss"
         records = []
         with self._lock, self._wrapped("reading data losses"):

@@ -17,7 +17,7 @@ from dstream_kafka.errors import (
 )
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.stores import CommitRecord, DataLossRecord, OffsetStores, PlannedBatch
-from dstream_kafka.stores.base import (
+from dstream_kafka.stores.records import (
     advance_offsets,
     batch_time_to_ms,
     check_continuation,
@@ -25,7 +25,7 @@ from dstream_kafka.stores.base import (
     same_ranges,
     utc_from_ms,
 )
-from dstream_kafka.stores.checkpoint import _parse
+from dstream_kafka.stores.checkpoint_format import parse as _parse
 from dstream_kafka.stores.kafka_group import kafka_client_config
 from dstream_kafka.stores.sql_dialects import PostgresDialect, quote_identifier, validate_prefix
 
