@@ -9,8 +9,11 @@
 =============================  ==============================================================
 
 Every store implements :class:`OffsetStore` (see :mod:`dstream_kafka.stores.base` for the
-rules: atomic commits, fencing of a second driver, idempotent re-commit). Store modules import
-their optional dependencies (psycopg2, kazoo) only when a store is created.
+rules: atomic commits, fencing of a second driver, idempotent re-commit); its records are in
+:mod:`dstream_kafka.stores.records`. The checkpoint, SQL and ZooKeeper stores can mirror every
+commit to a Kafka group for lag tools (``also_commit_to_kafka_group``,
+:mod:`dstream_kafka.stores.mirror`). Store modules import their optional dependencies
+(psycopg2, kazoo) only when a store is created.
 """
 
 from __future__ import annotations
