@@ -260,6 +260,13 @@ class OffsetStore(abc.ABC):
             self._mirror.commit(group_id, {r.topicPartition(): r.untilOffset for r in ranges})
 
     @staticmethod
+    def _check_keep(name: str, value: Any) -> int:
+        """Return a retention setting (``keep_batches``, ``keep_history``): an int >= 1."""
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigurationError(f"{name} must be an int >= 1, got {value!r}")
+        return value
+
+    @staticmethod
     def _check_group(group_id: Any) -> str:
         if not isinstance(group_id, str) or not group_id:
             raise ConfigurationError(f"group_id must be a non-empty string, got {group_id!r}")

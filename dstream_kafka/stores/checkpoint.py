@@ -42,7 +42,7 @@ import uuid
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from dstream_kafka.errors import ConfigurationError, OffsetFencedError, OffsetStoreError
+from dstream_kafka.errors import OffsetFencedError, OffsetStoreError
 from dstream_kafka.offsets import OffsetRange, TopicPartition, partition_offsets_from_json, partition_offsets_to_json
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.checkpoint_format import FORMAT_VERSION, corrupt, encode, parse, ranges_doc
@@ -106,9 +106,7 @@ class CheckpointOffsetStore(OffsetStore):
     def __init__(self, path: str | os.PathLike[str], *, keep_batches: int = 100, spark_context: Any = None,
                  also_commit_to_kafka_group: MirrorTarget | None = None) -> None:
         super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
-        if isinstance(keep_batches, bool) or not isinstance(keep_batches, int) or keep_batches < 1:
-            raise ConfigurationError(f"keep_batches must be an int >= 1, got {keep_batches!r}")
-        self.keep_batches = keep_batches
+        self.keep_batches = self._check_keep("keep_batches", keep_batches)
         self._fs: CheckpointFileSystem = open_file_system(path, spark_context)
         self.path = self._fs.root
         self._ready = False

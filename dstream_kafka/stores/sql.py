@@ -100,9 +100,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
         self.table_prefix = validate_prefix(table_prefix)
         if schema is not None:
             validate_prefix(schema, "schema")
-        if isinstance(keep_history, bool) or not isinstance(keep_history, int) or keep_history < 1:
-            raise ConfigurationError(f"keep_history must be an int >= 1, got {keep_history!r}")
-        self.keep_history = keep_history
+        self.keep_history = self._check_keep("keep_history", keep_history)
         qualify = (quote_identifier(schema) + ".") if schema else ""
         self.tables = {name: qualify + quote_identifier(table_prefix + name)
                        for name in ("offsets", "commits", "data_loss")}

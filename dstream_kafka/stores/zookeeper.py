@@ -74,9 +74,7 @@ class ZooKeeperOffsetStore(OffsetStore):
                  also_commit_to_kafka_group: MirrorTarget | None = None, **client_kwargs: Any) -> None:
         super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
         kazoo = _kazoo()
-        if isinstance(keep_history, bool) or not isinstance(keep_history, int) or keep_history < 1:
-            raise ConfigurationError(f"keep_history must be an int >= 1, got {keep_history!r}")
-        self.keep_history = keep_history
+        self.keep_history = self._check_keep("keep_history", keep_history)
         self._exc = kazoo.exceptions
         if isinstance(hosts, str):
             self.hosts = hosts
