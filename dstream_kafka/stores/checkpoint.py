@@ -197,8 +197,7 @@ class CheckpointOffsetStore(OffsetStore):
         if doc is None:
             raise corrupt(path, "it disappeared while being read")
         try:
-            return DataLossRecord(str(doc["topic"]), int(doc["partition"]), int(doc["lost_from"]),
-                                  int(doc["lost_until"]), doc["batch_time_ms"], utc_from_ms(doc["recorded_at_ms"]))
+            return DataLossRecord.from_doc(doc)
         except (TypeError, ValueError) as exc:
             raise corrupt(path, f"invalid content ({exc})") from None
 
@@ -370,9 +369,7 @@ class CheckpointOffsetStore(OffsetStore):
             # move offsets without reading every record.
             after = _FIRST if latest is None else latest.batch_time_ms
             name = f"{after}-{now:013d}-{uuid.uuid4().hex[:8]}"
-            doc = {"group_id": group_id, "topic": tp.topic, "partition": tp.partition,
-                   "lost_from": lost_from, "lost_until": lost_until, "batch_time_ms": batch_time_ms,
-                   "recorded_at_ms": now}
+            doc = {"group_id": group_id, **DataLossRecord.doc(tp, lost_from, lost_until, batch_time_ms, now)}
             self._fs.write_new(self._file("data_loss", name), encode(doc))
             self._loss_cache = None
 

@@ -244,9 +244,8 @@ class KafkaGroupOffsetStore(OffsetStore):
         from kafka import KafkaProducer
         from kafka.structs import OffsetAndMetadata
 
-        record = {"group_id": group_id, "topic": tp.topic, "partition": tp.partition,
-                  "lost_from": lost_from, "lost_until": lost_until, "batch_time_ms": batch_time_ms,
-                  "recorded_at_ms": int(time.time() * 1000)}
+        record = {"group_id": group_id,
+                  **DataLossRecord.doc(tp, lost_from, lost_until, batch_time_ms, int(time.time() * 1000))}
         with self._lock:
             try:
                 self._ensure_data_loss_topic()
@@ -295,11 +294,7 @@ class KafkaGroupOffsetStore(OffsetStore):
                         for msg in batch:
                             if msg.key != group_id.encode():
                                 continue
-                            doc = json.loads(msg.value)
-                            records.append(DataLossRecord(
-                                doc["topic"], int(doc["partition"]), int(doc["lost_from"]),
-                                int(doc["lost_until"]), doc.get("batch_time_ms"),
-                                utc_from_ms(doc["recorded_at_ms"])))
+                            records.append(DataLossRecord.from_doc(json.loads(msg.value)))
             finally:
                 consumer.close(autocommit=False)
         return records

@@ -73,6 +73,25 @@ class DataLossRecord:
         """Number of offsets lost."""
         return self.lost_until - self.lost_from
 
+    @staticmethod
+    def doc(tp: TopicPartition, lost_from: int, lost_until: int, batch_time_ms: int | None,
+            recorded_at_ms: int) -> dict[str, Any]:
+        """Return the JSON document the stores write for one loss (:meth:`from_doc` reads it)."""
+        return {"topic": tp.topic, "partition": tp.partition, "lost_from": lost_from, "lost_until": lost_until,
+                "batch_time_ms": batch_time_ms, "recorded_at_ms": recorded_at_ms}
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> DataLossRecord:
+        """Return the record of a document written by :meth:`doc`.
+
+        Raises
+        ------
+        KeyError, TypeError, ValueError
+            If a field is missing or not a number.
+        """
+        return cls(str(doc["topic"]), int(doc["partition"]), int(doc["lost_from"]), int(doc["lost_until"]),
+                   doc.get("batch_time_ms"), utc_from_ms(doc["recorded_at_ms"]))
+
 
 # ------------------------------------------------------------------------------------------
 # Helpers shared by the stores

@@ -262,8 +262,7 @@ class ZooKeeperOffsetStore(OffsetStore):
     def _record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
                           batch_time_ms: int | None) -> None:
         folder = f"{self._group_path(group_id)}/dstream_kafka/data_loss"
-        record = {"topic": tp.topic, "partition": tp.partition, "lost_from": lost_from, "lost_until": lost_until,
-                  "batch_time_ms": batch_time_ms, "recorded_at_ms": int(time.time() * 1000)}
+        record = DataLossRecord.doc(tp, lost_from, lost_until, batch_time_ms, int(time.time() * 1000))
         with self._lock, self._wrapped("recording data loss"):
             zk = self._client()
             self._ensure(folder)
@@ -290,10 +289,7 @@ class ZooKeeperOffsetStore(OffsetStore):
                 return []
             for name in names:
                 data, _ = zk.get(f"{folder}/{name}")
-                doc = json.loads(data)
-                records.append(DataLossRecord(doc["topic"], int(doc["partition"]), int(doc["lost_from"]),
-                                              int(doc["lost_until"]), doc.get("batch_time_ms"),
-                                              utc_from_ms(doc["recorded_at_ms"])))
+                records.append(DataLossRecord.from_doc(json.loads(data)))
         return records
 
     def close(self) -> None:
