@@ -134,3 +134,11 @@ def test_missing_optional_dependencies_name_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "psycopg2", None)
     with pytest.raises(MissingDependencyError, match=r"dstream_kafka\[postgres\]"):
         OffsetStores.postgres(host="h")
+
+
+def test_a_data_loss_record_round_trips_through_its_json_document():
+    doc = DataLossRecord.doc(TopicPartition("t", 3), 10, 40, None, 1_700_000_000_000)
+    assert list(doc) == ["topic", "partition", "lost_from", "lost_until", "batch_time_ms", "recorded_at_ms"]
+    assert DataLossRecord.from_doc(doc) == DataLossRecord("t", 3, 10, 40, None, utc_from_ms(1_700_000_000_000))
+    with pytest.raises(ValueError):
+        DataLossRecord.from_doc({**doc, "lost_from": "ten"})
