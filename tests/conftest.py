@@ -46,7 +46,7 @@ def kafka3() -> Iterator["KafkaCluster"]:  # noqa: F821
 @pytest.fixture(scope="session")
 def spark_cluster() -> Iterator["SparkStandaloneCluster"]:  # noqa: F821
     """A Spark standalone master with two one-core workers on loopback (started on demand)."""
-    from dstream_kafka.services.spark_cluster import SparkStandaloneCluster
+    from dstream_kafka.testing.spark_cluster import SparkStandaloneCluster
 
     cluster = SparkStandaloneCluster(workers=2, cores=1)
     cluster.start()
@@ -57,7 +57,7 @@ def spark_cluster() -> Iterator["SparkStandaloneCluster"]:  # noqa: F821
 @pytest.fixture(scope="session")
 def postgres() -> Iterator["PostgresServer"]:  # noqa: F821
     """A private PostgreSQL server with a password (to prove it never leaks)."""
-    from dstream_kafka.services.postgres import PostgresServer
+    from dstream_kafka.testing.postgres import PostgresServer
 
     server = PostgresServer(password="pg-" + uuid.uuid4().hex)
     server.start()
@@ -68,7 +68,7 @@ def postgres() -> Iterator["PostgresServer"]:  # noqa: F821
 @pytest.fixture(scope="session")
 def zookeeper() -> Iterator["ZooKeeperServer"]:  # noqa: F821
     """A private ZooKeeper server."""
-    from dstream_kafka.services.zookeeper import ZooKeeperServer
+    from dstream_kafka.testing.zookeeper import ZooKeeperServer
 
     server = ZooKeeperServer()
     server.start()
