@@ -108,6 +108,7 @@ class GracefulStopper(threading.Thread):
 @pytest.mark.usefixtures("example_env")
 @pytest.mark.parametrize("code", python_blocks())
 def test_example_runs_as_written(code: str, request: pytest.FixtureRequest) -> None:
+    before_root = set(ROOT.iterdir())
     namespace: dict[str, Any] = {"__name__": "__main__"}
     stopper = GracefulStopper(namespace, wanted=PARTITIONS * RECORDS)
     stopper.start()
@@ -116,6 +117,9 @@ def test_example_runs_as_written(code: str, request: pytest.FixtureRequest) -> N
     finally:
         stopper.finished.set()
         stopper.join()
+    # Spark's JVM resolves relative paths against the folder it started in (the checkout),
+    # not against the example's working directory
+    assert not set(ROOT.iterdir()) - before_root, "the example wrote into the checkout"
     assert not stopper.timed_out, f"the stream read {stopper.records_read()} records in {STREAM_TIMEOUT}s"
     if "ssc" in namespace and "stream" in namespace:
         assert stopper.records_read() == PARTITIONS * RECORDS
