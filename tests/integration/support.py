@@ -12,12 +12,19 @@ from typing import TYPE_CHECKING, Any, Callable
 if TYPE_CHECKING:
     from dstream_kafka.streaming import DStream, StreamingContext
 
+STRING_DESERIALIZER = "org.apache.kafka.common.serialization.StringDeserializer"
 TIMEOUT = 90.0  # seconds; generous because two cores are shared with Kafka and Spark's JVMs
 
 
 def wait_until(predicate: Callable[[], object], what: str = "the condition",
                timeout: float = TIMEOUT, interval: float = 0.01) -> None:
-    """Return once ``predicate()`` is true; raise AssertionError naming ``what`` after ``timeout``."""
+    """Return once ``predicate()`` is true, polling every ``interval`` seconds.
+
+    Raises
+    ------
+    AssertionError
+        Naming ``what``, when ``timeout`` seconds pass first.
+    """
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
@@ -32,8 +39,15 @@ def collect(ssc: StreamingContext, stream: DStream[Any], n: int,
     ``sort_each`` sorts the records of each batch (for outputs whose order Spark leaves open).
     """
     batches: list[list[Any]] = []
-    stream.foreachRDD(lambda rdd: batches.append(sorted(rdd.collect()) if sort_each else rdd.collect()))
+    stream.foreachRDD(
+        lambda rdd: batches.append(sorted(rdd.collect()) if sort_each else rdd.collect()))
     ssc.start()
     wait_until(lambda: len(batches) >= n, f"{n} batches of streaming output")
     ssc.stop(stopSparkContext=False)
     return batches[:n]
+
+
+def string_params(kafka: Any, group: str, **extra: Any) -> dict[str, Any]:
+    """kafkaParams for the session's broker and ``group``: values arrive as str, then ``extra``."""
+    return {"bootstrap.servers": kafka.bootstrap_servers, "group.id": group,
+            "value.deserializer": STRING_DESERIALIZER, **extra}
