@@ -33,7 +33,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _no_streaming_context_outlives_its_test():
+def _no_streaming_context_outlives_its_test() -> Iterator[None]:
     """Stop a StreamingContext a failed test left active, so one failure cannot cascade."""
     yield
     import sys
