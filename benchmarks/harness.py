@@ -423,7 +423,7 @@ class _Services:
     def start(self, stores: list[str]) -> dict[str, Any]:
         if any(v.startswith("postgres") for v in stores):
             try:
-                from dstream_kafka.services.postgres import PostgresServer
+                from dstream_kafka.testing.postgres import PostgresServer
 
                 server = PostgresServer(dbname="bench").start()
                 self.started.append(server)
@@ -432,7 +432,7 @@ class _Services:
                 self.params["postgres_error"] = f"{type(exc).__name__}: {exc}"
         if "zookeeper" in stores:
             try:
-                from dstream_kafka.services.zookeeper import ZooKeeperServer
+                from dstream_kafka.testing.zookeeper import ZooKeeperServer
 
                 server = ZooKeeperServer().start()
                 self.started.append(server)
@@ -517,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
     spark_cluster = None
     try:
         if any(c.name.endswith(CLUSTER_SUFFIX) for cs in plan.values() for c in cs):
-            from dstream_kafka.services.spark_cluster import SparkStandaloneCluster
+            from dstream_kafka.testing.spark_cluster import SparkStandaloneCluster
 
             # Executors' Python workers run in the workers' folders: the tasks' functions come
             # from this checkout's `benchmarks` package.

@@ -12,8 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from dstream_kafka import errors
-from dstream_kafka.errors import DStreamKafkaError
+from dstream_kafka import errors as errors
+from dstream_kafka.errors import DStreamKafkaError as DStreamKafkaError
 
 __version__ = "0.1.0"
 
@@ -67,26 +67,41 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from dstream_kafka.consumer_strategy import ConsumerStrategies, ConsumerStrategy
-    from dstream_kafka.direct_stream import BatchProgress, DirectKafkaInputDStream
-    from dstream_kafka.kafka_rdd import KafkaRDD
-    from dstream_kafka.kafka_utils import KafkaUtils
+    # `import X as X` marks an explicit re-export, so users' code passes mypy --strict.
+    from dstream_kafka.consumer_strategy import (
+        ConsumerStrategies as ConsumerStrategies,
+        ConsumerStrategy as ConsumerStrategy,
+    )
+    from dstream_kafka.direct_stream import (
+        BatchProgress as BatchProgress,
+        DirectKafkaInputDStream as DirectKafkaInputDStream,
+    )
+    from dstream_kafka.kafka_rdd import KafkaRDD as KafkaRDD
+    from dstream_kafka.kafka_utils import KafkaUtils as KafkaUtils
     from dstream_kafka.offsets import (
-        EARLIEST,
-        LATEST,
-        CanCommitOffsets,
-        HasOffsetRanges,
-        OffsetRange,
-        TopicPartition,
+        CanCommitOffsets as CanCommitOffsets,
+        EARLIEST as EARLIEST,
+        HasOffsetRanges as HasOffsetRanges,
+        LATEST as LATEST,
+        OffsetRange as OffsetRange,
+        TopicPartition as TopicPartition,
     )
     from dstream_kafka.placement import (
-        LocationStrategies,
-        LocationStrategy,
-        PreferBrokers,
-        PreferConsistent,
-        PreferFixed,
+        LocationStrategies as LocationStrategies,
+        LocationStrategy as LocationStrategy,
+        PreferBrokers as PreferBrokers,
+        PreferConsistent as PreferConsistent,
+        PreferFixed as PreferFixed,
     )
-    from dstream_kafka.rate import PerPartitionConfig
-    from dstream_kafka.record import ConsumerRecord
-    from dstream_kafka.stores import OffsetStore, OffsetStores
-    from dstream_kafka.streaming import BatchInfo, DStream, StreamingContext, StreamingListener
+    from dstream_kafka.rate import PerPartitionConfig as PerPartitionConfig
+    from dstream_kafka.record import ConsumerRecord as ConsumerRecord
+    from dstream_kafka.stores import (
+        OffsetStore as OffsetStore,
+        OffsetStores as OffsetStores,
+    )
+    from dstream_kafka.streaming import (
+        BatchInfo as BatchInfo,
+        DStream as DStream,
+        StreamingContext as StreamingContext,
+        StreamingListener as StreamingListener,
+    )

@@ -9,17 +9,25 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import pytest
 
 from dstream_kafka.services.spark import prepare_environment
 
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+    from dstream_kafka.services.kafka import KafkaCluster
+    from dstream_kafka.testing.postgres import PostgresServer
+    from dstream_kafka.testing.spark_cluster import SparkStandaloneCluster
+    from dstream_kafka.testing.zookeeper import ZooKeeperServer
+
 prepare_environment()
 
 
 @pytest.fixture(scope="session")
-def kafka() -> Iterator["KafkaCluster"]:  # noqa: F821
+def kafka() -> Iterator[KafkaCluster]:
     """One real Kafka broker (KRaft) on 127.0.0.1 for the whole session."""
     from dstream_kafka.services.kafka import KafkaCluster
 
@@ -33,7 +41,7 @@ def kafka() -> Iterator["KafkaCluster"]:  # noqa: F821
 
 
 @pytest.fixture(scope="session")
-def kafka3() -> Iterator["KafkaCluster"]:  # noqa: F821
+def kafka3() -> Iterator[KafkaCluster]:
     """A three-broker Kafka cluster for failure tests (started only when a test asks)."""
     from dstream_kafka.services.kafka import KafkaCluster
 
@@ -44,9 +52,9 @@ def kafka3() -> Iterator["KafkaCluster"]:  # noqa: F821
 
 
 @pytest.fixture(scope="session")
-def spark_cluster() -> Iterator["SparkStandaloneCluster"]:  # noqa: F821
+def spark_cluster() -> Iterator[SparkStandaloneCluster]:
     """A Spark standalone master with two one-core workers on loopback (started on demand)."""
-    from dstream_kafka.services.spark_cluster import SparkStandaloneCluster
+    from dstream_kafka.testing.spark_cluster import SparkStandaloneCluster
 
     cluster = SparkStandaloneCluster(workers=2, cores=1)
     cluster.start()
@@ -55,9 +63,9 @@ def spark_cluster() -> Iterator["SparkStandaloneCluster"]:  # noqa: F821
 
 
 @pytest.fixture(scope="session")
-def postgres() -> Iterator["PostgresServer"]:  # noqa: F821
+def postgres() -> Iterator[PostgresServer]:
     """A private PostgreSQL server with a password (to prove it never leaks)."""
-    from dstream_kafka.services.postgres import PostgresServer
+    from dstream_kafka.testing.postgres import PostgresServer
 
     server = PostgresServer(password="pg-" + uuid.uuid4().hex)
     server.start()
@@ -66,9 +74,9 @@ def postgres() -> Iterator["PostgresServer"]:  # noqa: F821
 
 
 @pytest.fixture(scope="session")
-def zookeeper() -> Iterator["ZooKeeperServer"]:  # noqa: F821
+def zookeeper() -> Iterator[ZooKeeperServer]:
     """A private ZooKeeper server."""
-    from dstream_kafka.services.zookeeper import ZooKeeperServer
+    from dstream_kafka.testing.zookeeper import ZooKeeperServer
 
     server = ZooKeeperServer()
     server.start()
@@ -77,7 +85,7 @@ def zookeeper() -> Iterator["ZooKeeperServer"]:  # noqa: F821
 
 
 @pytest.fixture(scope="session")
-def sc() -> Iterator["SparkContext"]:  # noqa: F821
+def sc() -> Iterator[SparkContext]:
     """One SparkContext on local[2] with the project's interpreter on the workers."""
     from pyspark import SparkContext
 

@@ -80,7 +80,7 @@ def _session(spec: dict[str, Any], with_kafka_jars: bool) -> tuple[Any, dict[str
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     if master != "local[2]":
-        from dstream_kafka.services.spark_cluster import wait_for_executors
+        from dstream_kafka.testing.spark_cluster import wait_for_executors
 
         wait_for_executors(spark.sparkContext, 2)
     # Warm-up: start the Python daemon and workers, as a long-running application has them.

@@ -6,6 +6,7 @@ says what to install, so a fresh machine fails with an instruction rather than a
 
 from __future__ import annotations
 
+import abc
 import os
 import shutil
 import signal
@@ -13,7 +14,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Self, Sequence
 
 from dstream_kafka.errors import MissingDependencyError, ServiceError
 
@@ -26,6 +27,7 @@ __all__ = [
     "debian_install_hint",
     "run_as",
     "ManagedProcess",
+    "LocalService",
     "wait_until",
     "port_open",
 ]
@@ -146,6 +148,24 @@ def wait_until(
         if time.monotonic() > deadline:
             raise ServiceError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(interval)
+
+
+class LocalService(abc.ABC):
+    """A local server: ``start()`` returns it running, ``stop()`` ends it; ``with`` does both."""
+
+    @abc.abstractmethod
+    def start(self) -> Self:
+        """Start the server (a no-op when it runs) and return it."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Stop the server and remove its temporary files (a no-op when it is stopped)."""
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 class ManagedProcess:

@@ -30,7 +30,7 @@ import time
 import uuid
 from typing import Any
 
-from dstream_kafka.services.spark_cluster import wait_for_executors
+from dstream_kafka.testing.spark_cluster import wait_for_executors
 
 
 def _context(config: dict[str, Any], extra: dict[str, str] | None = None) -> Any:

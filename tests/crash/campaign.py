@@ -64,12 +64,12 @@ def start_services(stores: list[str]) -> tuple[Services, list]:
     started.append(kafka)
     services = Services(kafka)
     if "postgres" in stores:
-        from dstream_kafka.services.postgres import PostgresServer
+        from dstream_kafka.testing.postgres import PostgresServer
 
         services.postgres = PostgresServer(password="crash-" + uuid.uuid4().hex).start()
         started.append(services.postgres)
     if "zookeeper" in stores:
-        from dstream_kafka.services.zookeeper import ZooKeeperServer
+        from dstream_kafka.testing.zookeeper import ZooKeeperServer
 
         services.zookeeper = ZooKeeperServer().start()
         started.append(services.zookeeper)

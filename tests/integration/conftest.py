@@ -1,6 +1,29 @@
-"""Everything under tests/integration talks to real services."""
+"""Everything under tests/integration talks to real services.
+
+Shared fixtures: ``contexts`` (StreamingContexts stopped after the test), ``make_ssc`` (a
+factory for them) and ``ssc`` (one context of 0.1 s batches; with a checkpoint folder when the
+test carries the ``checkpointed`` mark). Shared helpers live in ``support.py``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import pytest
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from pyspark import SparkContext
+
+    from dstream_kafka.streaming import StreamingContext
+
+BATCH = 0.1  # seconds, the ssc fixture's batch interval
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "checkpointed: the ssc fixture's context checkpoints into the test's tmp_path")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -10,7 +33,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _no_streaming_context_outlives_its_test():
+def _no_streaming_context_outlives_its_test() -> Iterator[None]:
     """Stop a StreamingContext a failed test left active, so one failure cannot cascade."""
     yield
     import sys
@@ -21,6 +44,43 @@ def _no_streaming_context_outlives_its_test():
     active = streaming.StreamingContext.getActive()
     if active is not None:
         active.stop(stopSparkContext=False, stopGraceFully=False)
+
+
+@pytest.fixture
+def contexts() -> Iterator[list[StreamingContext]]:
+    """StreamingContexts a test created; each is stopped (keeping the SparkContext) afterwards."""
+    created: list[StreamingContext] = []
+    yield created
+    for context in created:
+        context.stop(stopSparkContext=False, stopGraceFully=False)
+
+
+@pytest.fixture
+def make_ssc(sc: SparkContext,
+             contexts: list[StreamingContext]) -> Callable[..., StreamingContext]:
+    """Return ``make(batch=0.1)`` creating StreamingContexts that are stopped after the test."""
+    from dstream_kafka.streaming import StreamingContext
+
+    def make(batch: float = BATCH) -> StreamingContext:
+        context = StreamingContext(sc, batch)
+        contexts.append(context)
+        return context
+
+    return make
+
+
+@pytest.fixture
+def ssc(make_ssc: Callable[..., StreamingContext], request: pytest.FixtureRequest,
+        tmp_path: Path) -> StreamingContext:
+    """A fresh StreamingContext of 0.1 s batches, stopped (keeping the SparkContext) afterwards.
+
+    A test marked ``checkpointed`` (``pytestmark = pytest.mark.checkpointed`` for a module) gets
+    a context that checkpoints into ``tmp_path / "checkpoint"``.
+    """
+    context = make_ssc()
+    if request.node.get_closest_marker("checkpointed") is not None:
+        context.checkpoint(str(tmp_path / "checkpoint"))
+    return context
 
 
 @pytest.fixture(params=["kafka-python", "confluent-kafka"])

@@ -6,7 +6,7 @@ import collections
 import json
 import os
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 from pyspark import RDD, SparkContext
@@ -15,26 +15,10 @@ from dstream_kafka.errors import ConfigurationError, CorruptCheckpointError
 from dstream_kafka.streaming import CheckpointLayout, InputDStream, StreamingContext
 from dstream_kafka.streaming.checkpoint_state import CheckpointFiles
 
+from support import wait_until
+
 BATCH = 0.1
 STATE_BATCH = 0.5  # stateful batches are slower; a longer interval keeps queues short
-TIMEOUT = 90.0
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        time.sleep(0.01)
-
-
-@pytest.fixture
-def contexts() -> Iterator[list[StreamingContext]]:
-    """Contexts created by a test; all stopped (keeping the SparkContext) afterwards."""
-    created: list[StreamingContext] = []
-    yield created
-    for ssc in created:
-        ssc.stop(stopSparkContext=False)
 
 
 @pytest.fixture

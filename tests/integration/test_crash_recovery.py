@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # `tests.crash` from any working directory
 
 from tests.crash.harness import Services, TrialSpec, run_trial  # noqa: E402
+
+from support import wait_until  # noqa: E402
 
 #: Seed of the random kills (the campaign uses "<seed>-<trial>").
 SEED = "ci-1"
@@ -143,7 +144,7 @@ def test_partitions_assigned_after_the_start_resume_from_the_offset_store(
     with OffsetStores.sqlite(db) as store:  # a previous run committed the first 10 of each
         store.commit(group, 1_000, [OffsetRange(topic, 0, 0, 10), OffsetRange(topic, 1, 0, 10)])
     holder = GroupHolder(kafka, topic, group)
-    wait_for(lambda: holder.assignment() == {0, 1}, "the other member to hold both partitions")
+    wait_until(lambda: holder.assignment() == {0, 1}, "the other member to hold both partitions")
     ssc = StreamingContext(sc, 0.2)
     params = {"bootstrap.servers": kafka.bootstrap_servers, "group.id": group,
               "auto.offset.reset": "earliest", "enable.auto.commit": False}
@@ -157,17 +158,9 @@ def test_partitions_assigned_after_the_start_resume_from_the_offset_store(
         assert len(holder.assignment()) == 1
         holder.leave()
         expected = [(p, o) for p in (0, 1) for o in range(10, 20)]
-        wait_for(lambda: len(seen) >= len(expected) or ssc.getState() == "STOPPED", "the 20 new records")
+        wait_until(lambda: len(seen) >= len(expected) or ssc.getState() == "STOPPED", "the 20 new records")
         ssc.stop(stopSparkContext=False, stopGraceFully=True)
         ssc.awaitTerminationOrTimeout(0)  # raises the error that stopped the stream, if any
     finally:
         ssc.stop(stopSparkContext=False)
     assert sorted(seen) == expected
-
-
-def wait_for(predicate: Any, what: str, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -12,34 +12,14 @@ from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, Of
 from dstream_kafka.errors import PartitionsRevokedError
 from dstream_kafka.streaming import StreamingContext
 
+from support import wait_until
+
 BATCH = 0.5
-
-
-@pytest.fixture
-def ssc(sc):
-    contexts: list[StreamingContext] = []
-
-    def make(batch: float = BATCH) -> StreamingContext:
-        context = StreamingContext(sc, batch)
-        contexts.append(context)
-        return context
-
-    yield make
-    for context in contexts:
-        context.stop(stopSparkContext=False, stopGraceFully=False)
 
 
 def _params(kafka, group: str, **extra: Any) -> dict[str, Any]:
     return {"bootstrap.servers": kafka.bootstrap_servers, "group.id": group,
             "auto.offset.reset": "earliest", "enable.auto.commit": False, **extra}
-
-
-def _wait_for(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 class Collector:
@@ -71,13 +51,13 @@ def _collect_with_ranges(stream, collector: Collector) -> None:
     stream.transform(per_batch).foreachRDD(lambda rdd: None)
 
 
-def test_multiple_topics_with_a_per_partition_starting_offset_are_read_completely(kafka, ssc, unique):
+def test_multiple_topics_with_a_per_partition_starting_offset_are_read_completely(kafka, make_ssc, unique):
     topics = [unique(f"basic{i}") for i in (1, 2, 3)]
     for topic in topics:
         kafka.create_topic(topic)
         kafka.send_messages(topic, {"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "f": 1, "g": 1, "h": 1,
                                     "i": 1, "j": 1, "k": 1, "l": 1, "m": 1, "n": 1, "o": 1, "p": 1})
-    context = ssc()
+    context = make_ssc(BATCH)
     stream = KafkaUtils.createDirectStream(
         context, LocationStrategies.PreferConsistent,
         ConsumerStrategies.Subscribe(topics, _params(kafka, unique("g")),
@@ -85,20 +65,20 @@ def test_multiple_topics_with_a_per_partition_starting_offset_are_read_completel
     collector = Collector()
     _collect_with_ranges(stream, collector)
     context.start()
-    _wait_for(lambda: collector.count() >= 46, what="46 records")
+    wait_until(lambda: collector.count() >= 46, what="46 records")
     time.sleep(2 * BATCH)
     assert collector.count() == 46
     for ranges, sizes in collector.batches:
         assert [r.count() for r in ranges] == sizes  # partition i holds exactly range i
 
 
-def test_pattern_subscription_reads_matching_topics_from_explicit_offsets(kafka, ssc, unique):
+def test_pattern_subscription_reads_matching_topics_from_explicit_offsets(kafka, make_ssc, unique):
     prefix = unique("pat").replace("-", "")
     names = [f"{prefix}pat1", f"{prefix}pat2", f"{prefix}pat3", f"{prefix}advanced3"]
     for topic in names:
         kafka.create_topic(topic)
         kafka.send_messages(topic, {chr(ord("a") + i): 1 for i in range(16)})
-    context = ssc()
+    context = make_ssc(BATCH)
     offsets = {TopicPartition(names[1], 0): 3, TopicPartition(names[2], 0): 4}
     stream = KafkaUtils.createDirectStream(
         context, LocationStrategies.PreferConsistent,
@@ -106,17 +86,17 @@ def test_pattern_subscription_reads_matching_topics_from_explicit_offsets(kafka,
     collector = Collector()
     _collect_with_ranges(stream, collector)
     context.start()
-    _wait_for(lambda: collector.count() >= 41, what="41 records")
+    wait_until(lambda: collector.count() >= 41, what="41 records")
     time.sleep(2 * BATCH)
     assert collector.count() == 41
     assert {r.topic for ranges, _ in collector.batches for r in ranges} == set(names[:3])
 
 
-def test_starting_at_latest_never_reads_records_sent_before_start(kafka, ssc, unique):
+def test_starting_at_latest_never_reads_records_sent_before_start(kafka, make_ssc, unique):
     topic = unique("latest")
     kafka.create_topic(topic)
     kafka.send_messages(topic, {"a": 5})
-    context = ssc()
+    context = make_ssc(BATCH)
     stream = KafkaUtils.createDirectStream(
         context, LocationStrategies.PreferConsistent,
         ConsumerStrategies.Subscribe([topic], _params(kafka, unique("g"), **{"auto.offset.reset": "latest"})))
@@ -125,19 +105,19 @@ def test_starting_at_latest_never_reads_records_sent_before_start(kafka, ssc, un
     context.start()
     # "latest" is fixed when the partition is assigned; a slow group join on a loaded machine
     # must not let the b records arrive before it. A batch lists every assigned partition.
-    _wait_for(lambda: any(collector.batches[i][0] for i in range(len(collector.batches))),
+    wait_until(lambda: any(collector.batches[i][0] for i in range(len(collector.batches))),
               what="the partition's assignment")
     time.sleep(2 * BATCH)
     kafka.send_messages(topic, {"b": 10})
-    _wait_for(lambda: collector.count() >= 10, what="the b records")
+    wait_until(lambda: collector.count() >= 10, what="the b records")
     assert sorted(set(collector.values)) == ["b"]
 
 
-def test_assign_with_explicit_offsets_starts_exactly_there(kafka, ssc, unique):
+def test_assign_with_explicit_offsets_starts_exactly_there(kafka, make_ssc, unique):
     topic = unique("assign")
     kafka.create_topic(topic)
     kafka.produce(topic, [f"v{i}" for i in range(20)])
-    context = ssc()
+    context = make_ssc(BATCH)
     stream = KafkaUtils.createDirectStream(
         context, LocationStrategies.PreferConsistent,
         ConsumerStrategies.Assign([TopicPartition(topic, 0)],
@@ -146,12 +126,12 @@ def test_assign_with_explicit_offsets_starts_exactly_there(kafka, ssc, unique):
     collector = Collector()
     _collect_with_ranges(stream, collector)
     context.start()
-    _wait_for(lambda: collector.count() >= 9, what="offsets 11..19")
+    wait_until(lambda: collector.count() >= 9, what="offsets 11..19")
     time.sleep(2 * BATCH)
     assert collector.values == [f"v{i}" for i in range(11, 20)]
 
 
-def test_commit_async_after_output_lets_a_new_stream_resume_from_the_committed_offsets(kafka, ssc, unique):
+def test_commit_async_after_output_lets_a_new_stream_resume_from_the_committed_offsets(kafka, make_ssc, unique):
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KTP
 
@@ -162,7 +142,7 @@ def test_commit_async_after_output_lets_a_new_stream_resume_from_the_committed_o
     collector = Collector()
 
     def run_once() -> None:
-        context = ssc()
+        context = make_ssc(BATCH)
         stream = KafkaUtils.createDirectStream(
             context, LocationStrategies.PreferConsistent,
             ConsumerStrategies.Subscribe([topic], _params(kafka, group)))
@@ -177,7 +157,7 @@ def test_commit_async_after_output_lets_a_new_stream_resume_from_the_committed_o
         return context
 
     first = run_once()
-    _wait_for(lambda: collector.count() >= 30 and results, what="first run to commit")
+    wait_until(lambda: collector.count() >= 30 and results, what="first run to commit")
     first.stop(stopSparkContext=False, stopGraceFully=True)
     assert all(err is None for _, err, _ in results)
     # Callbacks run on the stream's own threads, never on the Kafka client's I/O thread.
@@ -190,17 +170,17 @@ def test_commit_async_after_output_lets_a_new_stream_resume_from_the_committed_o
 
     kafka.produce(topic, [f"w{i}" for i in range(10)])
     second = run_once()
-    _wait_for(lambda: collector.count() >= 40, what="second run's records")
+    wait_until(lambda: collector.count() >= 40, what="second run's records")
     time.sleep(2 * BATCH)
     second.stop(stopSparkContext=False, stopGraceFully=True)
     assert sorted(collector.values) == sorted([f"v{i}" for i in range(30)] + [f"w{i}" for i in range(10)])
 
 
-def test_a_second_stream_in_the_same_group_fails_with_the_revoked_partitions_error(kafka, ssc, unique, sc):
+def test_a_second_stream_in_the_same_group_fails_with_the_revoked_partitions_error(kafka, make_ssc, unique, sc):
     topic, group = unique("revoke"), unique("g")
     kafka.create_topic(topic, partitions=2)
     kafka.produce(topic, [f"v{i}" for i in range(10)])
-    context = ssc()
+    context = make_ssc(BATCH)
     stream = KafkaUtils.createDirectStream(
         context, LocationStrategies.PreferConsistent,
         ConsumerStrategies.Subscribe([topic], _params(kafka, group)))
@@ -251,7 +231,7 @@ def _batch_sizes(stream) -> list[int]:
 
 
 def test_a_listener_counts_every_input_record_when_batches_are_submitted_started_and_completed(
-        kafka, ssc, unique):
+        kafka, make_ssc, unique):
     from dstream_kafka import StreamingListener
 
     topic = unique("listener")
@@ -271,7 +251,7 @@ def test_a_listener_counts_every_input_record_when_batches_are_submitted_started
         def onBatchCompleted(self, event):  # noqa: N802
             self.completed += event.batchInfo().numRecords()
 
-    context = ssc()
+    context = make_ssc(BATCH)
     counts = Counts()
     context.addStreamingListener(counts)
     stream = KafkaUtils.createDirectStream(
@@ -279,11 +259,11 @@ def test_a_listener_counts_every_input_record_when_batches_are_submitted_started
         ConsumerStrategies.Subscribe([topic], _params(kafka, unique("g"))))
     stream.foreachRDD(lambda rdd: rdd.count())
     context.start()
-    _wait_for(lambda: counts.completed >= 16, what="16 completed records")
+    wait_until(lambda: counts.completed >= 16, what="16 completed records")
     assert (counts.submitted, counts.started, counts.completed) == (16, 16, 16)
 
 
-def test_batches_follow_the_rate_controllers_estimates(kafka, ssc, unique):
+def test_batches_follow_the_rate_controllers_estimates(kafka, make_ssc, unique):
     from dstream_kafka.rate import RateController
 
     topic = unique("pid")
@@ -297,7 +277,7 @@ def test_batches_follow_the_rate_controllers_estimates(kafka, ssc, unique):
         def compute(self, time, elements, processing_delay, scheduling_delay):
             return self.rate
 
-    context = ssc()
+    context = make_ssc(BATCH)
     stream = KafkaUtils.createDirectStream(
         context, LocationStrategies.PreferConsistent,
         ConsumerStrategies.Subscribe([topic], _params(kafka, unique("g"))), _limits(100))
@@ -307,7 +287,7 @@ def test_batches_follow_the_rate_controllers_estimates(kafka, ssc, unique):
     context.start()
     for rate, expected in ((100.0, 50), (50.0, 25), (20.0, 10)):
         estimator.rate = rate
-        _wait_for(lambda: expected in sizes[-3:], what=f"a batch of {expected} at rate {rate}")
+        wait_until(lambda: expected in sizes[-3:], what=f"a batch of {expected} at rate {rate}")
 
 
 def test_the_first_batch_uses_the_initial_rate_capped_by_max_rate_per_partition(kafka, sc, unique):
@@ -325,17 +305,17 @@ def test_the_first_batch_uses_the_initial_rate_capped_by_max_rate_per_partition(
         stream.initialRate = 500  # as spark.streaming.backpressure.initialRate=500
         sizes = _batch_sizes(stream)
         context.start()
-        _wait_for(lambda: any(sizes), what="the first non-empty batch")
+        wait_until(lambda: any(sizes), what="the first non-empty batch")
         assert [s for s in sizes if s][0] == 250  # 500 records/s * 0.5 s, below maxRate 1000 * 0.5
     finally:
         context.stop(stopSparkContext=False)
 
 
-def test_partitions_added_while_running_are_read_from_their_first_offset(kafka, ssc, unique):
+def test_partitions_added_while_running_are_read_from_their_first_offset(kafka, make_ssc, unique):
     topic = unique("grow")
     kafka.create_topic(topic, partitions=1)
     kafka.produce(topic, [f"a{i}" for i in range(5)], partition=0)
-    context = ssc()
+    context = make_ssc(BATCH)
     params = _params(kafka, unique("g"), **{"metadata.max.age.ms": 500,
                                             "auto.offset.reset": "latest"})
     stream = KafkaUtils.createDirectStream(
@@ -347,24 +327,24 @@ def test_partitions_added_while_running_are_read_from_their_first_offset(kafka, 
     kafka.add_partitions(topic, 3)
     kafka.produce(topic, [f"b{i}" for i in range(6)], partition=1)
     kafka.produce(topic, [f"c{i}" for i in range(7)], partition=2)
-    _wait_for(lambda: collector.count() >= 13, timeout=90, what="records of the new partitions")
+    wait_until(lambda: collector.count() >= 13, timeout=90, what="records of the new partitions")
     assert sorted(collector.values) == sorted([f"b{i}" for i in range(6)] + [f"c{i}" for i in range(7)])
     first_ranges = {r.partition: r.fromOffset for ranges, _ in collector.batches for r in ranges
                     if r.partition in (1, 2) and r.count()}
     assert first_ranges == {1: 0, 2: 0}
 
 
-def test_max_offsets_per_trigger_caps_every_batch(kafka, ssc, unique):
+def test_max_offsets_per_trigger_caps_every_batch(kafka, make_ssc, unique):
     topic = unique("trigger")
     kafka.create_topic(topic, partitions=2)
     kafka.produce(topic, [f"v{i}" for i in range(200)])
-    context = ssc()
+    context = make_ssc(BATCH)
     stream = KafkaUtils.createDirectStream(
         context, LocationStrategies.PreferConsistent,
         ConsumerStrategies.Subscribe([topic], _params(kafka, unique("g"))), maxOffsetsPerTrigger=30)
     sizes = _batch_sizes(stream)
     context.start()
-    _wait_for(lambda: sum(sizes) >= 200, timeout=90, what="all 200 records")
+    wait_until(lambda: sum(sizes) >= 200, timeout=90, what="all 200 records")
     assert max(sizes) <= 31  # Structured Streaming's proration may round one partition up
     assert sum(sizes) == 200
 
@@ -396,14 +376,14 @@ def test_a_graceful_stop_commits_everything_it_processed_and_a_restart_resumes_t
         return context
 
     first = run()
-    _wait_for(lambda: len(seen) >= 1, what="the first records")
+    wait_until(lambda: len(seen) >= 1, what="the first records")
     kafka.produce(topic, [f"w{i}" for i in range(50)])
     first.stop(stopSparkContext=False, stopGraceFully=True)
     stored = OffsetStores.sqlite(db).load(group, [topic])
     assert sum(stored.values()) == len(seen)  # everything processed is committed, nothing more
 
     second = run()
-    _wait_for(lambda: len(seen) >= 150, timeout=90, what="the rest after restart")
+    wait_until(lambda: len(seen) >= 150, timeout=90, what="the rest after restart")
     time.sleep(2 * BATCH)
     second.stop(stopSparkContext=False, stopGraceFully=True)
     assert sorted(seen) == sorted([f"v{i}" for i in range(100)] + [f"w{i}" for i in range(50)])
@@ -428,12 +408,12 @@ def test_a_checkpointed_context_keeps_stream_offsets_in_its_folder_and_resumes_t
 
     first = StreamingContext.getOrCreate(folder, setup)
     first.start()
-    _wait_for(lambda: len(seen) >= 40, what="the first 40 records")
+    wait_until(lambda: len(seen) >= 40, what="the first 40 records")
     first.stop(stopSparkContext=False, stopGraceFully=True)
     kafka.produce(topic, [f"w{i}" for i in range(10)])
     second = StreamingContext.getOrCreate(folder, setup)
     second.start()
-    _wait_for(lambda: len(seen) >= 50, what="the 10 new records")
+    wait_until(lambda: len(seen) >= 50, what="the 10 new records")
     time.sleep(2 * BATCH)
     second.stop(stopSparkContext=False, stopGraceFully=True)
     assert sorted(seen) == sorted([f"v{i}" for i in range(40)] + [f"w{i}" for i in range(10)])

@@ -10,7 +10,7 @@ import operator
 import os
 import time
 from datetime import datetime, timedelta
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 from pyspark import RDD, SparkContext
@@ -19,34 +19,10 @@ from dstream_kafka.errors import ConfigurationError, StreamingStateError
 from dstream_kafka.streaming import DStream, StreamingContext
 from dstream_kafka.streaming.dstream import takes_time
 
+from support import collect, wait_until
+
 BATCH = 0.1
 TIMEOUT = 90.0
-
-
-@pytest.fixture
-def ssc(sc: SparkContext) -> Iterator[StreamingContext]:
-    """A fresh StreamingContext; stopped (keeping the SparkContext) after the test."""
-    context = StreamingContext(sc, BATCH)
-    yield context
-    context.stop(stopSparkContext=False)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for streaming output")
-        time.sleep(0.01)
-
-
-def collect(ssc: StreamingContext, stream: DStream[Any], n: int) -> list[list[Any]]:
-    """Start ``ssc`` and return the collected RDDs of the first ``n`` batches of ``stream``."""
-    batches: list[list[Any]] = []
-    stream.foreachRDD(lambda rdd: batches.append(rdd.collect()))
-    ssc.start()
-    wait_until(lambda: len(batches) >= n)
-    ssc.stop(stopSparkContext=False)
-    return batches[:n]
 
 
 def run(ssc: StreamingContext, data: list[list[Any]], op: Callable[[DStream[Any]], DStream[Any]],

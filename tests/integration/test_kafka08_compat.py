@@ -11,7 +11,7 @@ import pickle
 import threading
 import time
 from collections import Counter
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 
@@ -26,29 +26,9 @@ from dstream_kafka.streaming.kafka import (
     utf8_decoder,
 )
 
+from support import wait_until
+
 BATCH = 0.5
-TIMEOUT = 60.0
-
-
-@pytest.fixture
-def ssc(sc) -> Iterator[Callable[[], StreamingContext]]:
-    contexts: list[StreamingContext] = []
-
-    def make() -> StreamingContext:
-        contexts.append(StreamingContext(sc, BATCH))
-        return contexts[-1]
-
-    yield make
-    for context in contexts:
-        context.stop(stopSparkContext=False, stopGraceFully=False)
-
-
-def _wait_for(predicate: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 class Collected:
@@ -77,7 +57,7 @@ def _validate_stream_result(expected: dict[str, int], stream: Any) -> None:
     """Start ``stream``'s context and check the value counts it delivers (2.4's helper)."""
     collected = _collect(stream.map(lambda kv: kv[1]))
     stream.context().start()
-    _wait_for(lambda: len(collected) >= sum(expected.values()), "every message")
+    wait_until(lambda: len(collected) >= sum(expected.values()), "every message")
     time.sleep(2 * BATCH)  # nothing more arrives
     assert Counter(collected.items) == Counter(expected)
 
@@ -99,9 +79,9 @@ def _topic_with(kafka: Any, unique: Callable[[str], str], data: dict[str, int]) 
 
 # -- KafkaStreamTests (2.4) --------------------------------------------------------------
 
-def test_create_stream_raises_an_error_naming_create_direct_stream(ssc):
+def test_create_stream_raises_an_error_naming_create_direct_stream(make_ssc):
     with pytest.raises(NotImplementedError) as raised:
-        KafkaUtils.createStream(ssc(), "localhost:2181", "test-streaming-consumer",
+        KafkaUtils.createStream(make_ssc(BATCH), "localhost:2181", "test-streaming-consumer",
                                 {"events": 1}, {"auto.offset.reset": "smallest"})
     message = str(raised.value)
     assert "KafkaUtils.createDirectStream(ssc, ['events'], " in message
@@ -109,18 +89,18 @@ def test_create_stream_raises_an_error_naming_create_direct_stream(ssc):
     assert "'auto.offset.reset': 'smallest'" in message
 
 
-def test_direct_stream_from_smallest_delivers_every_message(kafka, ssc, unique):
+def test_direct_stream_from_smallest_delivers_every_message(kafka, make_ssc, unique):
     send = {"a": 1, "b": 2, "c": 3}
     topic = _topic_with(kafka, unique, send)
-    stream = KafkaUtils.createDirectStream(ssc(), [topic],
+    stream = KafkaUtils.createDirectStream(make_ssc(BATCH), [topic],
                                            _params(kafka, **{"auto.offset.reset": "smallest"}))
     _validate_stream_result(send, stream)
 
 
-def test_direct_stream_from_offsets_delivers_every_message(kafka, ssc, unique):
+def test_direct_stream_from_offsets_delivers_every_message(kafka, make_ssc, unique):
     send = {"a": 1, "b": 2, "c": 3}
     topic = _topic_with(kafka, unique, send)
-    stream = KafkaUtils.createDirectStream(ssc(), [topic], _params(kafka),
+    stream = KafkaUtils.createDirectStream(make_ssc(BATCH), [topic], _params(kafka),
                                            {TopicAndPartition(topic, 0): 0})
     _validate_stream_result(send, stream)
 
@@ -148,9 +128,9 @@ def test_create_rdd_returns_the_offset_ranges_it_was_given(kafka, sc, unique):
     assert rdd.offsetRanges() == ranges
 
 
-def test_offset_ranges_are_available_in_foreach_rdd_with_time_and_rdd(kafka, ssc, unique):
+def test_offset_ranges_are_available_in_foreach_rdd_with_time_and_rdd(kafka, make_ssc, unique):
     topic = _topic_with(kafka, unique, {"a": 1, "b": 2, "c": 3})
-    context = ssc()
+    context = make_ssc(BATCH)
     stream = KafkaUtils.createDirectStream(context, [topic],
                                            _params(kafka, **{"auto.offset.reset": "smallest"}))
     offset_ranges = Collected()
@@ -160,14 +140,14 @@ def test_offset_ranges_are_available_in_foreach_rdd_with_time_and_rdd(kafka, ssc
 
     stream.foreachRDD(get_offset_ranges)
     context.start()
-    _wait_for(lambda: len(offset_ranges) >= 1, "a batch with data")
+    wait_until(lambda: len(offset_ranges) >= 1, "a batch with data")
     assert offset_ranges.items == [OffsetRange(topic, 0, 0, 6)]
 
 
-def test_offset_ranges_are_available_in_transform_before_map_count_pprint(kafka, ssc, unique,
+def test_offset_ranges_are_available_in_transform_before_map_count_pprint(kafka, make_ssc, unique,
                                                                            capsys):
     topic = _topic_with(kafka, unique, {"a": 1, "b": 2, "c": 3})
-    context = ssc()
+    context = make_ssc(BATCH)
     stream = KafkaUtils.createDirectStream(context, [topic],
                                            _params(kafka, **{"auto.offset.reset": "smallest"}))
     offset_ranges = Collected()
@@ -178,18 +158,18 @@ def test_offset_ranges_are_available_in_transform_before_map_count_pprint(kafka,
 
     stream.transform(transform_with_offset_ranges).map(lambda kv: kv[1]).count().pprint()
     context.start()
-    _wait_for(lambda: len(offset_ranges) >= 1, "a batch with data")
+    wait_until(lambda: len(offset_ranges) >= 1, "a batch with data")
     assert offset_ranges.items == [OffsetRange(topic, 0, 0, 6)]
     printed: list[str] = []
-    _wait_for(lambda: printed.append(capsys.readouterr().out) or "\n6\n" in "".join(printed),
+    wait_until(lambda: printed.append(capsys.readouterr().out) or "\n6\n" in "".join(printed),
               "pprint of the count 6")
 
 
 @pytest.mark.parametrize("operation", ["foreachRDD(rdd)", "transform(time, rdd)"])
-def test_offset_ranges_are_available_with_the_other_function_forms(kafka, ssc, unique,
+def test_offset_ranges_are_available_with_the_other_function_forms(kafka, make_ssc, unique,
                                                                    operation):
     topic = _topic_with(kafka, unique, {"a": 2})
-    context = ssc()
+    context = make_ssc(BATCH)
     stream = KafkaUtils.createDirectStream(context, [topic],
                                            _params(kafka, **{"auto.offset.reset": "smallest"}))
     offset_ranges = Collected()
@@ -203,7 +183,7 @@ def test_offset_ranges_are_available_with_the_other_function_forms(kafka, ssc, u
     else:
         stream.transform(lambda time, rdd: record(rdd)).foreachRDD(lambda rdd: rdd.count())
     context.start()
-    _wait_for(lambda: len(offset_ranges) >= 1, "a batch with data")
+    wait_until(lambda: len(offset_ranges) >= 1, "a batch with data")
     assert offset_ranges.items == [OffsetRange(topic, 0, 0, 2)]
 
 
@@ -237,10 +217,10 @@ def test_transform_with_checkpoint_recovers_through_get_or_create_and_stops_grac
     first = StreamingContext.getOrCreate(checkpoint, setup)
     try:
         first.start()
-        _wait_for(lambda: len(offset_ranges) >= 1, "the first run's batch")
+        wait_until(lambda: len(offset_ranges) >= 1, "the first run's batch")
         assert offset_ranges.items == [OffsetRange(topic, 0, 0, 6)]
         completed = len(first.completed_batches)
-        _wait_for(lambda: len(first.completed_batches) >= completed + 2, "checkpoints")
+        wait_until(lambda: len(first.completed_batches) >= completed + 2, "checkpoints")
     finally:
         first.stop(False)
 
@@ -266,13 +246,13 @@ def test_rdd_message_handler_receives_key_and_message(kafka, sc, unique):
     _validate_rdd_result({"aa": 1, "bb": 1, "cc": 2}, rdd)
 
 
-def test_direct_stream_message_handler_receives_key_and_message(kafka, ssc, unique):
+def test_direct_stream_message_handler_receives_key_and_message(kafka, make_ssc, unique):
     topic = _topic_with(kafka, unique, {"a": 1, "b": 2, "c": 3})
 
     def get_key_and_double_message(m):
         return m and (m.key, m.message * 2)
 
-    stream = KafkaUtils.createDirectStream(ssc(), [topic],
+    stream = KafkaUtils.createDirectStream(make_ssc(BATCH), [topic],
                                            _params(kafka, **{"auto.offset.reset": "smallest"}),
                                            messageHandler=get_key_and_double_message)
     _validate_stream_result({"aa": 1, "bb": 2, "cc": 3}, stream)
@@ -280,24 +260,24 @@ def test_direct_stream_message_handler_receives_key_and_message(kafka, ssc, uniq
 
 # -- the rest of the 0-8 contract ----------------------------------------------------------
 
-def test_direct_stream_without_reset_starts_at_the_latest_offsets(kafka, ssc, unique):
+def test_direct_stream_without_reset_starts_at_the_latest_offsets(kafka, make_ssc, unique):
     topic = _topic_with(kafka, unique, {"old": 4})
-    context = ssc()
+    context = make_ssc(BATCH)
     stream = KafkaUtils.createDirectStream(context, [topic], _params(kafka))
     collected = _collect(stream.map(lambda kv: kv[1]))
     context.start()
     kafka.send_messages(topic, {"new": 3})
-    _wait_for(lambda: len(collected) >= 3, "the new messages")
+    wait_until(lambda: len(collected) >= 3, "the new messages")
     time.sleep(2 * BATCH)
     assert collected.items == ["new"] * 3
 
 
-def test_direct_stream_reads_every_partition_of_its_topics(kafka, ssc, unique):
+def test_direct_stream_reads_every_partition_of_its_topics(kafka, make_ssc, unique):
     topic = unique("topic")
     kafka.create_topic(topic, partitions=3)
     for partition in range(3):
         kafka.send_messages(topic, {f"p{partition}": partition + 1}, partition=partition)
-    context = ssc()
+    context = make_ssc(BATCH)
     stream = KafkaUtils.createDirectStream(context, [topic],
                                            _params(kafka, **{"auto.offset.reset": "smallest"}))
     _validate_stream_result({"p0": 1, "p1": 2, "p2": 3}, stream)
@@ -319,11 +299,11 @@ def test_create_rdd_checks_on_the_driver_that_offsets_are_on_the_leader(kafka, s
         KafkaUtils.createRDD(sc, _params(kafka), [OffsetRange(topic, 0, 0, 5)])
 
 
-def test_from_offsets_for_other_topics_than_the_topics_are_refused(kafka, ssc, unique):
+def test_from_offsets_for_other_topics_than_the_topics_are_refused(kafka, make_ssc, unique):
     topic = _topic_with(kafka, unique, {"a": 1})
     with pytest.raises(ConfigurationError, match=rf"^The specified topics: {topic} do not equal "
                        "to the topic from offsets: other$"):
-        KafkaUtils.createDirectStream(ssc(), [topic], _params(kafka),
+        KafkaUtils.createDirectStream(make_ssc(BATCH), [topic], _params(kafka),
                                       {TopicAndPartition("other", 0): 0})
 
 
@@ -338,15 +318,15 @@ def test_old_consumer_settings_are_translated_or_ignored(kafka, sc, unique):
     assert rdd.collect() == [(None, "a"), (None, "a")]
 
 
-def test_unknown_kafka_params_fail_when_the_stream_is_created(ssc):
+def test_unknown_kafka_params_fail_when_the_stream_is_created(make_ssc):
     with pytest.raises(ConfigurationError, match="Unknown Kafka consumer parameter"):
-        KafkaUtils.createDirectStream(ssc(), ["t"], {"metadata.broker.list": "localhost:9092",
+        KafkaUtils.createDirectStream(make_ssc(BATCH), ["t"], {"metadata.broker.list": "localhost:9092",
                                                      "fetch.mesage.max.bytes": "1"})
 
 
-def test_kafka_params_need_a_broker_list(ssc):
+def test_kafka_params_need_a_broker_list(make_ssc):
     with pytest.raises(ConfigurationError, match="metadata.broker.list or bootstrap.servers"):
-        KafkaUtils.createDirectStream(ssc(), ["t"], {"group.id": "g"})
+        KafkaUtils.createDirectStream(make_ssc(BATCH), ["t"], {"group.id": "g"})
 
 
 @pytest.mark.parametrize("call, message", [
@@ -357,9 +337,9 @@ def test_kafka_params_need_a_broker_list(ssc):
     (lambda c, s: KafkaUtils.createRDD(s, {}, (OffsetRange("t", 0, 0, 1),)),
      "offsetRanges should be list"),
 ])
-def test_argument_types_are_checked_with_the_old_type_errors(ssc, sc, call, message):
+def test_argument_types_are_checked_with_the_old_type_errors(make_ssc, sc, call, message):
     with pytest.raises(TypeError, match=f"^{message}$"):
-        call(ssc(), sc)
+        call(make_ssc(BATCH), sc)
 
 
 def test_a_pyspark_streaming_context_is_refused_with_the_import_to_change(sc):

@@ -29,21 +29,13 @@ from dstream_kafka.placement import (
 )
 from dstream_kafka.record import ConsumerRecord
 
+from support import STRING_DESERIALIZER, string_params
+
 POLL_MS = "spark.streaming.kafka.consumer.poll.ms"
-SER = "org.apache.kafka.common.serialization."
 BACKEND = "spark.streaming.kafka.consumer.backend"
 
 # Every test runs once per executor consumer backend.
 pytestmark = pytest.mark.usefixtures("backend")
-
-
-def _params(kafka: Any, group: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": kafka.bootstrap_servers,
-        "group.id": group,
-        "value.deserializer": SER + "StringDeserializer",
-        **extra,
-    }
 
 
 def _jobs_during(sc: Any, action: Callable[[], Any]) -> tuple[Any, list[int]]:
@@ -78,13 +70,13 @@ def short_poll(sc):
 
 def test_create_rdd_returns_exactly_the_records_of_the_range(sc, kafka, topic, unique):
     kafka.produce(topic, "the quick brown fox".split())
-    rdd = KafkaUtils.createRDD(sc, _params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 4)])
+    rdd = KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 4)])
     assert rdd.map(lambda r: r.value).collect() == ["the", "quick", "brown", "fox"]
 
 
 def test_count_count_approx_and_is_empty_run_no_job(sc, kafka, topic, unique):
     kafka.produce(topic, "the quick brown fox".split())
-    rdd = KafkaUtils.createRDD(sc, _params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 4)])
+    rdd = KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 4)])
     answers, jobs = _jobs_during(sc, lambda: (rdd.count(), rdd.countApprox(0), rdd.isEmpty()))
     assert answers == (4, 4, False)
     assert jobs == []
@@ -92,7 +84,7 @@ def test_count_count_approx_and_is_empty_run_no_job(sc, kafka, topic, unique):
 
 def test_take_reads_only_as_many_records_as_asked(sc, kafka, topic, unique):
     kafka.produce(topic, "the quick brown fox".split())
-    rdd = KafkaUtils.createRDD(sc, _params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 4)])
+    rdd = KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 4)])
     assert [r.value for r in rdd.take(1)] == ["the"]
     assert len(rdd.take(14)) == 4
     assert rdd.take(0) == []
@@ -109,7 +101,7 @@ def test_take_runs_one_job_on_only_the_partitions_it_needs(sc, kafka, unique):
         OffsetRange(name, 2, 0, 5),
         OffsetRange(name, 0, 0, 5),
     ]
-    rdd = KafkaUtils.createRDD(sc, _params(kafka, unique("g")), ranges)
+    rdd = KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), ranges)
     records, jobs = _jobs_during(sc, lambda: rdd.take(7))
     assert [r.value for r in records] == [f"p1-{i}" for i in range(5)] + ["p2-0", "p2-1"]
     assert len(jobs) == 1
@@ -119,7 +111,7 @@ def test_take_runs_one_job_on_only_the_partitions_it_needs(sc, kafka, unique):
 
 def test_empty_range_gives_an_empty_partition(sc, kafka, topic, unique):
     kafka.produce(topic, ["a", "b"])
-    rdd = KafkaUtils.createRDD(sc, _params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 0)])
+    rdd = KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 0)])
     assert rdd.isEmpty() and rdd.count() == 0
     assert rdd.glom().collect() == [[]]
 
@@ -127,7 +119,7 @@ def test_empty_range_gives_an_empty_partition(sc, kafka, topic, unique):
 def test_empty_range_acquires_no_consumer(kafka, topic, unique):
     from dstream_kafka import consumer_cache
 
-    executor = fix_kafka_params(_params(kafka, unique("g")))
+    executor = fix_kafka_params(string_params(kafka, unique("g")))
     before = consumer_cache.stats()
     records = list(read_range((0, topic, 0, 3, 3), executor, read_settings({}, executor)))
     after = consumer_cache.stats()
@@ -139,7 +131,7 @@ def test_reads_use_the_backend_selected_on_the_driver(sc, kafka, topic, unique, 
     from dstream_kafka import consumer_cache
 
     kafka.produce(topic, ["a", "b", "c"])
-    executor = fix_kafka_params(_params(kafka, unique("g")))
+    executor = fix_kafka_params(string_params(kafka, unique("g")))
     settings = read_settings(sc, executor)
     assert settings.backend == backend
     records = list(read_range((0, topic, 0, 0, 3), executor, settings))
@@ -156,7 +148,7 @@ def test_reading_past_the_end_of_the_log_fails_with_a_fetch_timeout(
 ):
     kafka.produce(topic, "the quick brown fox".split())
     group = unique("g")
-    rdd = KafkaUtils.createRDD(sc, _params(kafka, group), [OffsetRange(topic, 0, 0, 5)])
+    rdd = KafkaUtils.createRDD(sc, string_params(kafka, group), [OffsetRange(topic, 0, 0, 5)])
     with pytest.raises(Exception) as info:
         rdd.collect()
     assert "FetchTimeoutError" in str(info.value)
@@ -170,7 +162,7 @@ def test_reading_past_the_end_of_the_log_fails_with_a_fetch_timeout(
 
 
 def test_iterator_boundary_conditions(sc, kafka, topic, unique):
-    params = _params(kafka, unique("g"))
+    params = string_params(kafka, unique("g"))
     kafka.produce(topic, [f"m{i}" for i in range(18)])
     first = KafkaUtils.createRDD(sc, params, [OffsetRange(topic, 0, 0, 18)])
     assert first.map(lambda r: r.offset).collect() == list(range(18))
@@ -191,7 +183,7 @@ def test_records_carry_topic_partition_offset_timestamp_key_value_and_headers(
     sc, kafka, topic, unique
 ):
     kafka.produce(topic, [("k1", "v1")], headers=[("h", b"x")])
-    params = _params(kafka, unique("g"), **{"key.deserializer": SER + "StringDeserializer"})
+    params = string_params(kafka, unique("g"), **{"key.deserializer": STRING_DESERIALIZER})
     [record] = KafkaUtils.createRDD(sc, params, [OffsetRange(topic, 0, 0, 1)]).collect()
     assert isinstance(record, ConsumerRecord)
     assert (record.topic, record.partition, record.offset, record.key, record.value) == (
@@ -211,7 +203,7 @@ def test_partition_i_reads_offset_range_i(sc, kafka, unique):
     kafka.produce(name, ["a0", "a1", "a2"], partition=0)
     kafka.produce(name, ["b0", "b1"], partition=1)
     ranges = [OffsetRange(name, 1, 0, 2), OffsetRange(name, 0, 1, 3), OffsetRange(name, 0, 0, 1)]
-    rdd = KafkaUtils.createRDD(sc, _params(kafka, unique("g")), ranges)
+    rdd = KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), ranges)
     assert isinstance(rdd, HasOffsetRanges) and rdd.offsetRanges() == ranges
     assert rdd.glom().map(lambda rs: [r.value for r in rs]).collect() == [
         ["b0", "b1"],
@@ -227,7 +219,7 @@ def test_rdds_over_the_same_partitions_share_one_jvm_source_and_read_their_own_o
     kafka.create_topic(name, partitions=2)
     kafka.produce(name, ["a0", "a1", "a2", "a3"], partition=0)
     kafka.produce(name, ["b0", "b1", "b2", "b3"], partition=1)
-    params = fix_kafka_params(_params(kafka, unique("g")))
+    params = fix_kafka_params(string_params(kafka, unique("g")))
     first = KafkaRDD.create(sc, params, [OffsetRange(name, 0, 0, 2), OffsetRange(name, 1, 0, 1)])
     second = KafkaRDD.create(sc, params, [OffsetRange(name, 0, 2, 4), OffsetRange(name, 1, 1, 4)])
     swapped = KafkaRDD.create(sc, params, [OffsetRange(name, 1, 0, 1), OffsetRange(name, 0, 0, 1)])
@@ -244,7 +236,7 @@ def test_rdds_over_the_same_partitions_share_one_jvm_source_and_read_their_own_o
 def test_create_rdd_clones_the_offset_ranges(sc, kafka, topic, unique):
     kafka.produce(topic, ["a", "b"])
     ranges = [OffsetRange(topic, 0, 0, 2)]
-    rdd = KafkaUtils.createRDD(sc, _params(kafka, unique("g")), ranges)
+    rdd = KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), ranges)
     ranges.append(OffsetRange(topic, 0, 0, 1))
     returned = rdd.offsetRanges()
     returned.clear()
@@ -253,7 +245,7 @@ def test_create_rdd_clones_the_offset_ranges(sc, kafka, topic, unique):
 
 def test_transformations_return_plain_rdds_over_the_records(sc, kafka, topic, unique):
     kafka.produce(topic, [str(i) for i in range(10)])
-    rdd = KafkaUtils.createRDD(sc, _params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 10)])
+    rdd = KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 10)])
     evens = rdd.map(lambda r: int(r.value)).filter(lambda v: v % 2 == 0)
     assert not isinstance(evens, KafkaRDD)
     assert evens.collect() == [0, 2, 4, 6, 8]
@@ -263,7 +255,7 @@ def test_transformations_return_plain_rdds_over_the_records(sc, kafka, topic, un
 def test_persisted_kafka_rdd_is_read_from_the_cache(sc, kafka, topic, unique):
     kafka.produce(topic, ["a", "b", "c"])
     rdd = KafkaUtils.createRDD(
-        sc, _params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 3)]
+        sc, string_params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 3)]
     ).cache()
     try:
         assert rdd.map(lambda r: r.value).collect() == ["a", "b", "c"]
@@ -275,7 +267,7 @@ def test_persisted_kafka_rdd_is_read_from_the_cache(sc, kafka, topic, unique):
 
 def test_two_kafka_rdds_union_and_join(sc, kafka, topic, unique):
     kafka.produce(topic, [("a", "1"), ("b", "2"), ("a", "3")])
-    params = _params(kafka, unique("g"), **{"key.deserializer": SER + "StringDeserializer"})
+    params = string_params(kafka, unique("g"), **{"key.deserializer": STRING_DESERIALIZER})
     left = KafkaUtils.createRDD(sc, params, [OffsetRange(topic, 0, 0, 2)])
     right = KafkaUtils.createRDD(sc, params, [OffsetRange(topic, 0, 2, 3)])
     union = left.union(right).map(lambda r: (r.key, int(r.value))).reduceByKey(lambda x, y: x + y)
@@ -284,7 +276,7 @@ def test_two_kafka_rdds_union_and_join(sc, kafka, topic, unique):
 
 def test_concurrent_jobs_on_the_same_partition_read_correctly(sc, kafka, topic, unique):
     kafka.produce(topic, [str(i) for i in range(200)])
-    rdd = KafkaUtils.createRDD(sc, _params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 200)] * 2)
+    rdd = KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 200)] * 2)
     results: list[Any] = []
 
     def run() -> None:
@@ -305,7 +297,7 @@ def test_prefer_consistent_locations_are_real_spark_preferred_locations(sc, kafk
     name = unique("place")
     kafka.create_topic(name, partitions=2)
     rdd = KafkaUtils.createRDD(
-        sc, _params(kafka, unique("g")), [OffsetRange(name, 0, 0, 0), OffsetRange(name, 1, 0, 0)]
+        sc, string_params(kafka, unique("g")), [OffsetRange(name, 0, 0, 0), OffsetRange(name, 1, 0, 0)]
     )
     host = sc.getConf().get("spark.driver.host")
     expected = f"executor_{host}_driver"  # local mode: the driver is the only executor
@@ -325,7 +317,7 @@ def test_placement_follows_spark_hashing_over_sorted_executors(sc, kafka, unique
         ExecutorLocation("b", "2"),
     ]
     ranges = [OffsetRange(name, p, 0, 0) for p in range(4)]
-    params = fix_kafka_params(_params(kafka, unique("g")))
+    params = fix_kafka_params(string_params(kafka, unique("g")))
     locations = preferred_locations_for(sc, ranges, {}, executors)
     rdd = KafkaRDD(sc, params, ranges, locations, read_settings(sc, params))
     ordered = sort_executors(executors)
@@ -356,7 +348,7 @@ def test_prefer_fixed_prefers_the_host_and_falls_back_to_all_executors(sc, kafka
     locations = preferred_locations_for(sc, ranges, hosts, executors)
     assert locations[0] == "executor_h1_1"
     assert locations[1] == preferred_location(TopicPartition(name, 1), executors)
-    rdd = KafkaUtils.createRDD(sc, _params(kafka, unique("g")), ranges, strategy)
+    rdd = KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), ranges, strategy)
     assert rdd.preferredLocations(0) == [f"executor_{sc.getConf().get('spark.driver.host')}_driver"]
 
 
@@ -369,7 +361,7 @@ def test_prefer_brokers_is_rejected_with_sparks_explanation(sc, kafka, topic, un
     ):
         KafkaUtils.createRDD(
             sc,
-            _params(kafka, unique("g")),
+            string_params(kafka, unique("g")),
             [OffsetRange(topic, 0, 0, 1)],
             LocationStrategies.PreferBrokers,
         )
@@ -383,7 +375,7 @@ def test_unknown_topic_is_rejected_before_any_job(sc, kafka, unique):
             UnknownTopicPartitionError,
             KafkaUtils.createRDD,
             sc,
-            _params(kafka, unique("g")),
+            string_params(kafka, unique("g")),
             [OffsetRange(missing, 0, 0, 1)],
         ),
     )
@@ -395,7 +387,7 @@ def test_unknown_partition_is_rejected_naming_the_existing_ones(sc, kafka, topic
         UnknownTopicPartitionError,
         match=f"Partition 3 of topic '{topic}' does not exist: the topic has partitions 0..0",
     ):
-        KafkaUtils.createRDD(sc, _params(kafka, unique("g")), [OffsetRange(topic, 3, 0, 1)])
+        KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), [OffsetRange(topic, 3, 0, 1)])
 
 
 def test_from_offset_after_until_offset_is_rejected_with_sparks_text():
@@ -407,7 +399,7 @@ def test_from_offset_after_until_offset_is_rejected_with_sparks_text():
 
 def test_ranges_that_are_not_offset_ranges_are_rejected(sc, kafka, topic, unique):
     with pytest.raises(ConfigurationError, match="offsetRanges must hold OffsetRange objects"):
-        KafkaUtils.createRDD(sc, _params(kafka, unique("g")), [(topic, 0, 0, 1)])
+        KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), [(topic, 0, 0, 1)])
 
 
 def test_range_starting_below_the_log_start_is_data_loss_before_any_job(sc, kafka, topic, unique):
@@ -416,12 +408,12 @@ def test_range_starting_below_the_log_start_is_data_loss_before_any_job(sc, kafk
     with pytest.raises(
         DataLossError, match=r"earliest offset still in Kafka \(6\).*records \[2, 6\) were removed"
     ):
-        KafkaUtils.createRDD(sc, _params(kafka, unique("g")), [OffsetRange(topic, 0, 2, 10)])
+        KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), [OffsetRange(topic, 0, 2, 10)])
 
 
 def test_non_serializable_deserializer_is_rejected_before_any_job(sc, kafka, topic, unique):
     lock = threading.Lock()
-    params = _params(kafka, unique("g"), **{"value.deserializer": lambda b: (lock, b)})
+    params = string_params(kafka, unique("g"), **{"value.deserializer": lambda b: (lock, b)})
     with pytest.raises(
         ConfigurationError, match="value.deserializer cannot be serialized for executors"
     ):
@@ -432,7 +424,7 @@ def test_contradicting_params_are_overridden_with_a_warning_and_still_read(
     sc, kafka, topic, unique, caplog
 ):
     kafka.produce(topic, ["x"])
-    params = _params(
+    params = string_params(
         kafka, unique("g"), **{"enable.auto.commit": "true", "auto.offset.reset": "earliest"}
     )
     with caplog.at_level(logging.WARNING, logger="dstream_kafka.kafka_params"):
@@ -448,7 +440,7 @@ def test_missing_bootstrap_servers_is_rejected(sc, topic):
 
 
 def test_secrets_never_appear_in_errors(sc, kafka, unique):
-    params = _params(kafka, unique("g"), **{"sasl_plain_password": "s3cr3t-pw", "bogus.setting": 1})
+    params = string_params(kafka, unique("g"), **{"sasl_plain_password": "s3cr3t-pw", "bogus.setting": 1})
     with pytest.raises(ConfigurationError) as info:
         KafkaUtils.createRDD(sc, params, [OffsetRange("t", 0, 0, 1)])
     assert "s3cr3t-pw" not in str(info.value)
@@ -460,7 +452,7 @@ def test_many_partitions_drain_in_one_job(sc, kafka, unique):
     for p in range(6):
         kafka.produce(name, [f"{p}:{i}" for i in range(50)], partition=p)
     ranges = [OffsetRange(name, p, 10, 50) for p in range(6)]
-    rdd = KafkaUtils.createRDD(sc, _params(kafka, unique("g")), ranges)
+    rdd = KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), ranges)
     values = rdd.map(lambda r: r.value).collect()
     assert values == list(
         itertools.chain.from_iterable([f"{p}:{i}" for i in range(10, 50)] for p in range(6))
@@ -468,7 +460,7 @@ def test_many_partitions_drain_in_one_job(sc, kafka, unique):
 
 
 def test_no_ranges_give_an_rdd_without_partitions(sc, kafka, unique):
-    rdd = KafkaUtils.createRDD(sc, _params(kafka, unique("g")), [])
+    rdd = KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), [])
     assert (rdd.getNumPartitions(), rdd.count(), rdd.take(5), rdd.collect()) == (0, 0, [], [])
 
 
@@ -477,7 +469,7 @@ def test_stream_batches_are_built_without_validation_and_honour_the_cache_flag(
 ):
     kafka.produce(topic, ["a", "b", "c"])
     rdd = KafkaRDD.create(
-        sc, _params(kafka, unique("g")), [OffsetRange(topic, 0, 1, 3)], use_consumer_cache=False
+        sc, string_params(kafka, unique("g")), [OffsetRange(topic, 0, 1, 3)], use_consumer_cache=False
     )
     assert rdd.readSettings.useCache is False and rdd.readSettings.groupId.startswith(
         "spark-executor-"

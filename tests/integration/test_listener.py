@@ -5,31 +5,16 @@ from __future__ import annotations
 import json
 import time
 from collections import deque
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 from pyspark import RDD, SparkContext
 
 from dstream_kafka.streaming import BatchInfo, InputDStream, StreamingContext, StreamingListener
 
-BATCH = 0.1
+from support import wait_until
+
 TIMEOUT = 90.0
-
-
-@pytest.fixture
-def ssc(sc: SparkContext) -> Iterator[StreamingContext]:
-    """A fresh StreamingContext; stopped (keeping the SparkContext) after the test."""
-    context = StreamingContext(sc, BATCH)
-    yield context
-    context.stop(stopSparkContext=False)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for listener events")
-        time.sleep(0.01)
 
 
 class Collector(StreamingListener):

@@ -13,7 +13,7 @@ import textwrap
 import threading
 import time
 from datetime import datetime
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 from pyspark import RDD, SparkContext
@@ -21,24 +21,10 @@ from pyspark import RDD, SparkContext
 from dstream_kafka.errors import ConfigurationError, StreamingStateError
 from dstream_kafka.streaming import InputDStream, StreamingContext, StreamingListener
 
+from support import wait_until
+
 BATCH = 0.1
 TIMEOUT = 90.0
-
-
-@pytest.fixture
-def ssc(sc: SparkContext) -> Iterator[StreamingContext]:
-    """A fresh StreamingContext; stopped (keeping the SparkContext) after the test."""
-    context = StreamingContext(sc, BATCH)
-    yield context
-    context.stop(stopSparkContext=False)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        time.sleep(0.01)
 
 
 class RecordingSource(InputDStream[int]):

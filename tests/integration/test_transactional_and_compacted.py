@@ -12,22 +12,17 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from dstream_kafka.kafka_utils import KafkaUtils
 from dstream_kafka.offsets import OffsetRange
 
+from support import STRING_DESERIALIZER, string_params
+
 ALLOW = "spark.streaming.kafka.allowNonConsecutiveOffsets"
 POLL_MS = "spark.streaming.kafka.consumer.poll.ms"
-SER = "org.apache.kafka.common.serialization."
 
 # Every test runs once per executor consumer backend.
 pytestmark = pytest.mark.usefixtures("backend")
 
 
 def _params(kafka: Any, group: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": kafka.bootstrap_servers,
-        "group.id": group,
-        "key.deserializer": SER + "StringDeserializer",
-        "value.deserializer": SER + "StringDeserializer",
-        **extra,
-    }
+    return string_params(kafka, group, **{"key.deserializer": STRING_DESERIALIZER, **extra})
 
 
 def _committed(kafka: Any, group: str) -> dict[str, Any]:

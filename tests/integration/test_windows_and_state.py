@@ -7,48 +7,29 @@ batches where ``(i + 1) % s == 0``. Expected values are computed in plain Python
 
 from __future__ import annotations
 
+import functools
 import operator
-import time
 from collections import Counter
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 from pyspark import SparkContext
 
 from dstream_kafka.errors import ConfigurationError
-from dstream_kafka.streaming import DStream, StreamingContext
+from dstream_kafka.streaming import StreamingContext
 from dstream_kafka.streaming.windowed import ReducedWindowedDStream
 
+import support
+from support import wait_until
+
 BATCH = 0.1
-TIMEOUT = 90.0
 DATA = [[1, 2], [3], [4, 5, 6], [7]]
 WORDS = [["a", "b", "a"], ["b"], ["c", "a"], []]
 
-
-@pytest.fixture
-def ssc(sc: SparkContext, tmp_path: Any) -> Iterator[StreamingContext]:
-    """A StreamingContext with a checkpoint folder; stopped after the test."""
-    context = StreamingContext(sc, BATCH)
-    context.checkpoint(str(tmp_path / "checkpoint"))
-    yield context
-    context.stop(stopSparkContext=False)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for streaming output")
-        time.sleep(0.01)
-
-
-def collect(ssc: StreamingContext, stream: DStream[Any], n: int) -> list[list[Any]]:
-    batches: list[list[Any]] = []
-    stream.foreachRDD(lambda rdd: batches.append(sorted(rdd.collect())))
-    ssc.start()
-    wait_until(lambda: len(batches) >= n)
-    ssc.stop(stopSparkContext=False)
-    return batches[:n]
+# windows with an inverse function and state need a checkpoint folder: the ssc fixture sets one
+pytestmark = pytest.mark.checkpointed
+# a window's records come in no fixed order, so each batch is compared sorted
+collect = functools.partial(support.collect, sort_each=True)
 
 
 def windows(data: list[list[Any]], width: int, slide: int, count: int) -> list[list[Any]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dstream_kafka.errors import MissingDependencyError, ServiceError
-from dstream_kafka.services.environment import debian_install_hint, free_port, run_as
+from dstream_kafka.services.environment import LocalService, debian_install_hint, free_port, run_as
 
 __all__ = ["PostgresServer", "postgres_bin_dir"]
 
@@ -31,7 +31,7 @@ def postgres_bin_dir(root: Path = Path("/usr/lib/postgresql")) -> Path:
     return versions[-1] / "bin"
 
 
-class PostgresServer:
+class PostgresServer(LocalService):
     """A throwaway PostgreSQL cluster (initdb, pg_ctl start, createdb) with a clean stop.
 
     Parameters
@@ -70,12 +70,6 @@ class PostgresServer:
     def dsn(self) -> str:
         """A libpq connection string without the password (safe to print)."""
         return f"host=127.0.0.1 port={self.port} user={self.user} dbname={self.dbname}"
-
-    def __enter__(self) -> "PostgresServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def _pg(self, tool: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         assert self._bin is not None

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 from dstream_kafka.errors import ServiceError
 from dstream_kafka.services.environment import (
+    LocalService,
     ManagedProcess,
     free_port,
     port_open,
@@ -65,7 +66,7 @@ def wait_for_executors(sc: Any, wanted: int, timeout: float = 120.0) -> list[str
         time.sleep(0.2)
 
 
-class SparkStandaloneCluster:
+class SparkStandaloneCluster(LocalService):
     """A standalone master with ``workers`` workers of ``cores`` cores each.
 
     Parameters
@@ -104,12 +105,6 @@ class SparkStandaloneCluster:
     @property
     def master_url(self) -> str:
         return f"spark://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> SparkStandaloneCluster:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dstream_kafka.errors import MissingDependencyError
 from dstream_kafka.services.environment import (
+    LocalService,
     ManagedProcess,
     debian_install_hint,
     free_port,
@@ -35,7 +36,7 @@ def _ruok(port: int) -> bool:
         return False
 
 
-class ZooKeeperServer:
+class ZooKeeperServer(LocalService):
     """A standalone ZooKeeper on 127.0.0.1 with a free port and data in a temporary folder."""
 
     user = "zookeeper"
@@ -49,12 +50,6 @@ class ZooKeeperServer:
     def hosts(self) -> str:
         """The connection string for kazoo: ``127.0.0.1:<port>``."""
         return f"127.0.0.1:{self.port}"
-
-    def __enter__(self) -> "ZooKeeperServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def start(self, timeout: float = 60.0) -> "ZooKeeperServer":
         """Write a config, start the server as its own user and wait for ``imok``."""

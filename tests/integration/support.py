@@ -1,0 +1,53 @@
+"""Helpers the integration tests share: waiting for a condition and collecting batches.
+
+Pytest puts this folder on ``sys.path`` (it has no ``__init__.py``), so test modules import it
+as ``from support import wait_until``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from dstream_kafka.streaming import DStream, StreamingContext
+
+STRING_DESERIALIZER = "org.apache.kafka.common.serialization.StringDeserializer"
+TIMEOUT = 90.0  # seconds; generous because two cores are shared with Kafka and Spark's JVMs
+
+
+def wait_until(predicate: Callable[[], object], what: str = "the condition",
+               timeout: float = TIMEOUT, interval: float = 0.01) -> None:
+    """Return once ``predicate()`` is true, polling every ``interval`` seconds.
+
+    Raises
+    ------
+    AssertionError
+        Naming ``what``, when ``timeout`` seconds pass first.
+    """
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def collect(ssc: StreamingContext, stream: DStream[Any], n: int,
+            sort_each: bool = False) -> list[list[Any]]:
+    """Start ``ssc``, stop it after ``n`` batches of ``stream`` and return their records.
+
+    ``sort_each`` sorts the records of each batch (for outputs whose order Spark leaves open).
+    """
+    batches: list[list[Any]] = []
+    stream.foreachRDD(
+        lambda rdd: batches.append(sorted(rdd.collect()) if sort_each else rdd.collect()))
+    ssc.start()
+    wait_until(lambda: len(batches) >= n, f"{n} batches of streaming output")
+    ssc.stop(stopSparkContext=False)
+    return batches[:n]
+
+
+def string_params(kafka: Any, group: str, **extra: Any) -> dict[str, Any]:
+    """kafkaParams for the session's broker and ``group``: values arrive as str, then ``extra``."""
+    return {"bootstrap.servers": kafka.bootstrap_servers, "group.id": group,
+            "value.deserializer": STRING_DESERIALIZER, **extra}
