@@ -33,6 +33,8 @@ __all__ = [
     "is_secret_key",
     "params_fingerprint",
     "redact",
+    "store_client_config",
+    "stream_driver_config",
     "utf8_decoder",
     "validate_deserializer",
 ]
@@ -403,6 +405,51 @@ def driver_consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
         params.pop(key, None)
     params.update(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False)
     return params
+
+
+def stream_driver_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
+    """Return settings for a stream's driver consumer: the user's params, in its group.
+
+    The driver never reads records (its partitions are paused), so deserializers are dropped;
+    offsets are committed only explicitly (``commitAsync`` or an offset store), so auto commit
+    is off.
+    """
+    config = consumer_config(kafkaParams)
+    if config.get("enable_auto_commit"):
+        log.warning("enable.auto.commit=true is ignored by the driver: offsets are committed "
+                    "after each batch's output (commitAsync or an offset store)")
+    for key in ("key_deserializer", "value_deserializer"):
+        config.pop(key, None)
+    config["enable_auto_commit"] = False
+    return config
+
+
+def store_client_config(kafkaParams: Mapping[str, Any], client: str = "consumer") -> dict[str, Any]:
+    """Return settings for the Kafka group offset store's ``client``: consumer, producer or admin.
+
+    The translation is :func:`consumer_config`'s (JAAS configs, typed values, unknown names
+    refused). (De)serializers are dropped (the store handles bytes), and so are the settings
+    the kafka-python ``client`` does not take; ``bootstrap.servers`` is required.
+
+    Raises
+    ------
+    ConfigurationError
+        For params that are not a mapping, lack ``bootstrap.servers``, or that
+        :func:`consumer_config` refuses.
+    """
+    import kafka
+
+    if not isinstance(kafkaParams, Mapping):
+        raise ConfigurationError(
+            "Kafka params must be a dict such as {'bootstrap.servers': 'host:9092', 'group.id': 'g'}, "
+            f"got {type(kafkaParams).__name__}")
+    known = {"consumer": kafka.KafkaConsumer, "producer": kafka.KafkaProducer,
+             "admin": kafka.KafkaAdminClient}[client].DEFAULT_CONFIG
+    config = {name: value for name, value in consumer_config(kafkaParams).items()
+              if name in known and not name.endswith(("_deserializer", "_serializer"))}
+    if not config.get("bootstrap_servers"):
+        raise ConfigurationError("Kafka params need 'bootstrap.servers', e.g. {'bootstrap.servers': '127.0.0.1:9092'}")
+    return config
 
 
 def _callable_identity(value: Any) -> str:
