@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from dstream_kafka import _kafka_internals
+from dstream_kafka.backpressure import RateController, create_rate_estimator, estimated_rate
 from dstream_kafka.commit_queue import COMMIT_WAIT_ON_STOP_S, CommitCallback, CommitQueue
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.consumer_strategy import ConsumerStrategy, seek_back
@@ -35,10 +36,7 @@ from dstream_kafka.progress import BatchProgress, ProgressTracker, describe_rang
 from dstream_kafka.rate import (
     DefaultPerPartitionConfig,
     PerPartitionConfig,
-    RateController,
     clamp,
-    create_rate_estimator,
-    estimated_rate,
     max_offsets_per_trigger_limit,
 )
 from dstream_kafka.resume import API_TIMEOUT_MS, PartitionPositions
