@@ -51,7 +51,8 @@ CONSUMER_CACHE_LOAD_FACTOR = "spark.streaming.kafka.consumer.cache.loadFactor"
 MAX_RATE_PER_PARTITION = "spark.streaming.kafka.maxRatePerPartition"
 MIN_RATE_PER_PARTITION = "spark.streaming.kafka.minRatePerPartition"
 ALLOW_NON_CONSECUTIVE_OFFSETS = "spark.streaming.kafka.allowNonConsecutiveOffsets"
-#: Kafka 0-8 direct stream only: leader-offset retries (2 attempts in all by default).
+#: Retries of the driver's latest-offset look-up per batch (2 attempts in all by default),
+#: as Spark's 0-8 direct stream; honoured by every direct stream here.
 MAX_RETRIES = "spark.streaming.kafka.maxRetries"
 # Streaming core (StreamingConf, RateController, RateEstimator)
 BACKPRESSURE_ENABLED = "spark.streaming.backpressure.enabled"
@@ -149,10 +150,11 @@ class SparkConfReader:
 
     Parameters
     ----------
-    conf : SparkConf, SparkContext, Mapping or None
+    conf : SparkConf, SparkContext, Mapping, SparkConfReader or None
         Anything with ``get(key, default)`` (a pyspark ``SparkConf`` or a dict), a
-        ``SparkContext`` (its ``getConf()`` is used), or ``None`` for all defaults. Values
-        may be strings, as Spark stores them, or Python values of the right type.
+        ``SparkContext`` (its ``getConf()`` is used), another reader (its configuration is
+        shared), or ``None`` for all defaults. Values may be strings, as Spark stores them,
+        or Python values of the right type.
 
     Notes
     -----
@@ -161,6 +163,8 @@ class SparkConfReader:
     """
 
     def __init__(self, conf: Any = None) -> None:
+        if isinstance(conf, SparkConfReader):
+            conf = conf.conf
         if (
             conf is not None
             and not hasattr(conf, "get")
@@ -171,7 +175,12 @@ class SparkConfReader:
             raise ConfigurationError(
                 f"Expected a SparkConf, a SparkContext, a dict or None, got {type(conf).__name__}"
             )
-        self._conf = conf
+        self._conf: Any = conf
+
+    @property
+    def conf(self) -> Any:
+        """The configuration read (``None`` when every key takes its default)."""
+        return self._conf
 
     def get_raw(self, key: str) -> Any:
         """Return the value set for ``key``, or ``None`` when it is unset."""
@@ -321,7 +330,8 @@ class SparkConfReader:
 
     @property
     def max_retries(self) -> int:
-        """``spark.streaming.kafka.maxRetries`` (0-8 API only; default 1)."""
+        """``spark.streaming.kafka.maxRetries`` (default 1): how many more times a direct
+        stream's driver tries its latest-offset look-up of a batch after a failure."""
         return self.get_int(MAX_RETRIES, minimum=0)
 
     @property

@@ -128,7 +128,7 @@ def _task_attempt_number() -> int:
 
 
 def _evict_locked() -> list[InternalKafkaConsumer]:
-    evicted = []
+    evicted: list[InternalKafkaConsumer] = []
     if len(_cache) <= _max_capacity:
         return evicted
     for key in list(_cache):

@@ -12,11 +12,14 @@ import logging
 import re
 import time
 from abc import ABC, abstractmethod
-from typing import Any, Iterable, Mapping, Pattern
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, Pattern, Sequence
 
 from kafka import ConsumerRebalanceListener
 
 from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.kafka_params import stream_driver_config
 from dstream_kafka.offsets import TopicPartition, as_topic_partition
 
 __all__ = ["ConsumerStrategy", "ConsumerStrategies", "Subscribe", "SubscribePattern", "Assign"]
@@ -54,18 +57,19 @@ def _check_offsets(offsets: Mapping[Any, int] | None) -> dict[TopicPartition, in
 
 
 class _PauseOnAssign(ConsumerRebalanceListener):
-    """Rebalance listener: pause new partitions at once and remember revoked ones."""
+    """Rebalance listener: pause new partitions at once, so the driver never fetches."""
 
-    def __init__(self) -> None:
-        self.consumer: Any = None
-        self.revoked: set[TopicPartition] = set()
+    def __init__(self, consumer: Any) -> None:
+        self.consumer = consumer
 
     def on_partitions_revoked(self, revoked: Iterable[Any]) -> None:
-        self.revoked.update(TopicPartition(tp.topic, tp.partition) for tp in revoked)
+        # Revoked partitions are found by the stream itself, by comparing the assignment
+        # with the partitions it tracks.
+        pass
 
     def on_partitions_assigned(self, assigned: Iterable[Any]) -> None:
         assigned = list(assigned)
-        if self.consumer is not None and assigned:
+        if assigned:
             self.consumer.pause(*assigned)
 
 
@@ -73,6 +77,8 @@ class ConsumerStrategy(ABC):
     """Creates the driver consumer and names the Kafka params executors get.
 
     Subclass it to customise how the driver consumer is built (public, extensible, as Spark's).
+    The stream uses :attr:`executorKafkaParams`, :meth:`onStart`, :meth:`topic_names` and
+    :meth:`starting_offsets`; the last two have defaults.
     """
 
     @property
@@ -92,38 +98,58 @@ class ConsumerStrategy(ABC):
         """One line naming what the strategy reads, for logs and progress output."""
         return type(self).__name__
 
+    def topic_names(self) -> list[str] | None:
+        """The topics read, when known before the consumer starts; None otherwise.
+
+        An offset store loads only these topics' offsets. The default is None (load every
+        topic the store holds for the group).
+        """
+        return None
+
+    def starting_offsets(self) -> dict[TopicPartition, int]:
+        """Explicit starting offsets of a first start, per partition (default: none).
+
+        A partition without one starts at its committed offset, else at ``auto.offset.reset``.
+        """
+        return {}
+
 
 class _BaseStrategy(ConsumerStrategy):
-    __slots__ = ("_params", "_offsets")
+    """What the built-in strategies share: the user's params and starting offsets.
 
-    def __init__(self, kafkaParams: Mapping[str, Any], offsets: Mapping[Any, int] | None) -> None:
-        object.__setattr__(self, "_params", _check_params(kafkaParams))
-        object.__setattr__(self, "_offsets", _check_offsets(offsets))
+    Subclasses are frozen dataclasses; ``__post_init__`` checks and normalises the given
+    values once, through :meth:`_normalise`, and after that they never change.
+    """
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
+    kafkaParams: Mapping[str, Any]
+    offsets: Mapping[Any, int] | None
+
+    def _normalise(self, **values: Any) -> None:
+        for name, value in values.items():
+            # A frozen dataclass's own fields can only be set through object.__setattr__.
+            object.__setattr__(self, name, value)
+
+    def _check_common(self) -> None:
+        self._normalise(kafkaParams=MappingProxyType(_check_params(self.kafkaParams)),
+                        offsets=MappingProxyType(_check_offsets(self.offsets)))
 
     @property
     def executorKafkaParams(self) -> dict[str, Any]:
-        return dict(self._params)
+        return dict(self.kafkaParams)
 
-    @property
-    def kafkaParams(self) -> dict[str, Any]:
-        """A copy of the driver's Kafka params (used unchanged, as in Spark)."""
-        return dict(self._params)
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Read-only mappings do not pickle: rebuild from plain copies of the fields.
+        values = (getattr(self, f.name) for f in fields(self))  # type: ignore[arg-type]
+        return type(self), tuple(dict(v) if isinstance(v, MappingProxyType) else v for v in values)
 
-    @property
-    def offsets(self) -> dict[TopicPartition, int]:
-        """The explicit starting offsets given to the strategy."""
-        return dict(self._offsets)
+    def starting_offsets(self) -> dict[TopicPartition, int]:
+        return dict(self.offsets or {})
 
     def _new_consumer(self) -> tuple[Any, _PauseOnAssign]:
         from kafka import KafkaConsumer
 
-        consumer = KafkaConsumer(**stream_driver_config(self._params))
-        listener = _PauseOnAssign()
-        listener.consumer = consumer
-        return consumer, listener
+        consumer = KafkaConsumer(**stream_driver_config(self.kafkaParams))
+        return consumer, _PauseOnAssign(consumer)
 
     def _subscribed(self, currentOffsets: Mapping[TopicPartition, int], **subscription: Any) -> Any:
         """Return a consumer subscribed with ``subscription``, joined, positioned and paused."""
@@ -131,7 +157,6 @@ class _BaseStrategy(ConsumerStrategy):
         consumer.subscribe(listener=listener, **subscription)
         self._await_assignment(consumer, expect_any=True)
         self._seek(consumer, currentOffsets)
-        consumer._dstream_listener = listener
         return consumer
 
     def _await_assignment(self, consumer: Any, expect_any: bool) -> None:
@@ -148,7 +173,7 @@ class _BaseStrategy(ConsumerStrategy):
                 return
 
     def _seek(self, consumer: Any, currentOffsets: Mapping[TopicPartition, int]) -> None:
-        to_seek = dict(currentOffsets) if currentOffsets else dict(self._offsets)
+        to_seek = dict(currentOffsets) if currentOffsets else self.starting_offsets()
         from kafka import TopicPartition as KTP
 
         for tp in consumer.assignment():
@@ -157,50 +182,40 @@ class _BaseStrategy(ConsumerStrategy):
                 consumer.seek(KTP(tp.topic, tp.partition), to_seek[key])
         consumer.pause(*consumer.assignment())
 
-
-def stream_driver_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
-    """kafka-python settings of a stream's driver consumer: the user's params, in its group.
-
-    The driver never reads records (they are paused), so deserializers are dropped; offsets
-    are committed only explicitly (``commitAsync`` or an offset store), so auto commit is off.
-    """
-    from dstream_kafka.kafka_params import consumer_config
-
-    config = consumer_config(kafkaParams)
-    if config.get("enable_auto_commit"):
-        logger.warning("enable.auto.commit=true is ignored by the driver: offsets are committed "
-                       "after each batch's output (commitAsync or an offset store)")
-    for key in ("key_deserializer", "value_deserializer"):
-        config.pop(key, None)
-    config["enable_auto_commit"] = False
-    return config
+    def _needs_group(self, what: str, hint: str) -> None:
+        if not self.kafkaParams.get("group.id") and not self.kafkaParams.get("group_id"):
+            raise ConfigurationError(f"{what} needs kafkaParams['group.id'] (a consumer group){hint}")
 
 
-def seek_back(consumer: Any, records: Mapping[Any, list]) -> None:
+def seek_back(consumer: Any, records: Mapping[Any, list[Any]]) -> None:
     """Undo a poll that returned records: seek each partition to its smallest returned offset."""
     for tp, recs in records.items():
         if recs:
             consumer.seek(tp, min(r.offset for r in recs))
 
 
+@dataclass(frozen=True)
 class Subscribe(_BaseStrategy):
-    """Subscribe to a fixed list of topics; partitions added later are picked up."""
+    """Subscribe to a fixed list of topics; partitions added later are picked up.
 
-    __slots__ = ("topics",)
+    Equal when topics, params and offsets are equal; hashed by its topics.
+    """
 
-    def __init__(self, topics: Iterable[str], kafkaParams: Mapping[str, Any],
-                 offsets: Mapping[Any, int] | None = None) -> None:
+    topics: Sequence[str]
+    kafkaParams: Mapping[str, Any] = field(repr=False, hash=False)
+    offsets: Mapping[Any, int] | None = field(default=None, hash=False)
+
+    def __post_init__(self) -> None:
+        topics: Any = self.topics
         if isinstance(topics, str):
             raise ConfigurationError(f"topics must be a list of topic names, got the string {topics!r}; "
                                      f"write [{topics!r}]")
         names = list(topics)
         if not names or not all(isinstance(t, str) and t for t in names):
             raise ConfigurationError(f"topics must be a non-empty list of topic names, got {names!r}")
-        super().__init__(kafkaParams, offsets)
-        object.__setattr__(self, "topics", tuple(names))
-        if not self._params.get("group.id") and not self._params.get("group_id"):
-            raise ConfigurationError("Subscribe needs kafkaParams['group.id'] (a consumer group); "
-                                     "use ConsumerStrategies.Assign to read without a group")
+        self._check_common()
+        self._normalise(topics=tuple(names))
+        self._needs_group("Subscribe", "; use ConsumerStrategies.Assign to read without a group")
 
     def onStart(self, currentOffsets: Mapping[TopicPartition, int]) -> Any:
         return self._subscribed(currentOffsets, topics=list(self.topics))
@@ -208,81 +223,88 @@ class Subscribe(_BaseStrategy):
     def describe(self) -> str:
         return f"Subscribe({', '.join(self.topics)})"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Subscribe) and (self.topics, self._params, self._offsets) == (
-            other.topics, other._params, other._offsets)
-
-    def __hash__(self) -> int:
-        return hash(("Subscribe", self.topics))
+    def topic_names(self) -> list[str]:
+        return list(self.topics)
 
 
+@dataclass(frozen=True)
 class SubscribePattern(_BaseStrategy):
     """Subscribe to every topic matching a regular expression, re-matched as topics appear.
 
     Kafka re-evaluates the pattern on each metadata refresh, so new matching topics are found
     within ``metadata.max.age.ms`` (Kafka's default is 5 minutes; lower it for faster discovery).
+    Equal when the pattern text, params and offsets are equal.
     """
 
-    __slots__ = ("pattern",)
+    pattern: str | Pattern[str]
+    kafkaParams: Mapping[str, Any] = field(repr=False, hash=False)
+    offsets: Mapping[Any, int] | None = field(default=None, hash=False)
 
-    def __init__(self, pattern: str | Pattern[str], kafkaParams: Mapping[str, Any],
-                 offsets: Mapping[Any, int] | None = None) -> None:
+    def __post_init__(self) -> None:
+        pattern: Any = self.pattern
         try:
             compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
         except re.error as exc:
             raise ConfigurationError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from exc
         if not compiled.pattern:
             raise ConfigurationError("pattern must not be empty; e.g. 'events-.*'")
-        super().__init__(kafkaParams, offsets)
-        object.__setattr__(self, "pattern", compiled)
-        if not self._params.get("group.id") and not self._params.get("group_id"):
-            raise ConfigurationError("SubscribePattern needs kafkaParams['group.id'] (a consumer group)")
+        self._check_common()
+        self._normalise(pattern=compiled)
+        self._needs_group("SubscribePattern", "")
+
+    def _regex(self) -> Pattern[str]:
+        return re.compile(self.pattern)  # compiled already: returned as it is
 
     def onStart(self, currentOffsets: Mapping[TopicPartition, int]) -> Any:
-        return self._subscribed(currentOffsets, pattern=self.pattern.pattern)
+        return self._subscribed(currentOffsets, pattern=self._regex().pattern)
 
     def describe(self) -> str:
-        return f"SubscribePattern({self.pattern.pattern})"
+        return f"SubscribePattern({self._regex().pattern})"
 
     def __eq__(self, other: object) -> bool:
+        # Compiled patterns compare by identity; the text is what the user chose.
         return isinstance(other, SubscribePattern) and (
-            self.pattern.pattern, self._params, self._offsets) == (
-            other.pattern.pattern, other._params, other._offsets)
+            self._regex().pattern, self.kafkaParams, self.offsets) == (
+            other._regex().pattern, other.kafkaParams, other.offsets)
 
     def __hash__(self) -> int:
-        return hash(("SubscribePattern", self.pattern.pattern))
+        return hash(("SubscribePattern", self._regex().pattern))
 
 
+@dataclass(frozen=True)
 class Assign(_BaseStrategy):
-    """Read a fixed set of topic partitions, without group membership."""
+    """Read a fixed set of topic partitions, without group membership.
 
-    __slots__ = ("topicPartitions",)
+    Equal when partitions, params and offsets are equal; hashed by its partitions.
+    """
 
-    def __init__(self, topicPartitions: Iterable[Any], kafkaParams: Mapping[str, Any],
-                 offsets: Mapping[Any, int] | None = None) -> None:
-        tps = tuple(as_topic_partition(tp) for tp in topicPartitions)
+    topicPartitions: Sequence[TopicPartition | tuple[str, int]]
+    kafkaParams: Mapping[str, Any] = field(repr=False, hash=False)
+    offsets: Mapping[Any, int] | None = field(default=None, hash=False)
+
+    def __post_init__(self) -> None:
+        tps = tuple(as_topic_partition(tp) for tp in self.topicPartitions)
         if not tps:
             raise ConfigurationError("Assign needs at least one topic partition, e.g. [TopicPartition('t', 0)]")
-        super().__init__(kafkaParams, offsets)
-        object.__setattr__(self, "topicPartitions", tps)
+        self._check_common()
+        self._normalise(topicPartitions=tps)
+
+    def _partitions(self) -> tuple[TopicPartition, ...]:
+        return tuple(TopicPartition(*tp) for tp in self.topicPartitions)
 
     def onStart(self, currentOffsets: Mapping[TopicPartition, int]) -> Any:
         from kafka import TopicPartition as KTP
 
         consumer, _listener = self._new_consumer()
-        consumer.assign([KTP(tp.topic, tp.partition) for tp in self.topicPartitions])
+        consumer.assign([KTP(tp.topic, tp.partition) for tp in self._partitions()])
         self._seek(consumer, currentOffsets)
         return consumer
 
     def describe(self) -> str:
-        return "Assign(" + ", ".join(f"{tp.topic}-{tp.partition}" for tp in self.topicPartitions) + ")"
+        return "Assign(" + ", ".join(f"{tp.topic}-{tp.partition}" for tp in self._partitions()) + ")"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Assign) and (self.topicPartitions, self._params, self._offsets) == (
-            other.topicPartitions, other._params, other._offsets)
-
-    def __hash__(self) -> int:
-        return hash(("Assign", self.topicPartitions))
+    def topic_names(self) -> list[str]:
+        return sorted({tp.topic for tp in self._partitions()})
 
 
 class ConsumerStrategies:

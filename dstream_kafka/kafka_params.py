@@ -5,8 +5,11 @@ Users pass ``kafkaParams`` as they would to Spark (``{"bootstrap.servers": ...,
 kafka-python's keyword names (``bootstrap_servers``); both are accepted, also mixed.
 :func:`consumer_config` turns them into keyword arguments for ``kafka.KafkaConsumer``, and
 :func:`fix_kafka_params` applies Spark's ``KafkaUtils.fixKafkaParams`` for executors in one
-logged place. Secret values (passwords, tokens, JAAS configs) never reach a log line or an
-exception text: everything that prints parameters goes through :func:`redact`.
+logged place. Every other Kafka client this package opens gets its settings here too:
+the stream's driver consumer (:func:`stream_driver_config`), the offset look-up consumer
+(:func:`driver_consumer_config`) and the Kafka group store's clients
+(:func:`store_client_config`). Secret values (passwords, tokens, JAAS configs) never reach a
+log line or an exception text: everything that prints parameters goes through :func:`redact`.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ import difflib
 import hashlib
 import logging
 import re
-import struct
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from dstream_kafka.deserializers import DESERIALIZER_CLASSES as DESERIALIZER_CLASSES
+from dstream_kafka.deserializers import utf8_decoder as utf8_decoder
+from dstream_kafka.deserializers import validate_deserializer as validate_deserializer
 from dstream_kafka.errors import ConfigurationError
 
 __all__ = [
@@ -33,6 +37,8 @@ __all__ = [
     "is_secret_key",
     "params_fingerprint",
     "redact",
+    "store_client_config",
+    "stream_driver_config",
     "utf8_decoder",
     "validate_deserializer",
 ]
@@ -46,59 +52,6 @@ REDACTED = "*********(redacted)"
 _SECRET_RE = re.compile(r"(?i)secret|password|token|access[._]?key|jaas")
 _MIN_RECEIVE_BUFFER = 65536  # KAFKA-3135
 
-
-def utf8_decoder(data: bytes | None) -> str | None:
-    """Decode UTF-8 bytes, passing ``None`` through (Kafka's ``StringDeserializer``)."""
-    return None if data is None else data.decode("utf-8")
-
-
-def _decode_int(data: bytes | None) -> int | None:
-    return None if data is None else _INT.unpack(data)[0]
-
-
-def _decode_long(data: bytes | None) -> int | None:
-    return None if data is None else _LONG.unpack(data)[0]
-
-
-def _decode_short(data: bytes | None) -> int | None:
-    return None if data is None else _SHORT.unpack(data)[0]
-
-
-def _decode_float(data: bytes | None) -> float | None:
-    return None if data is None else _FLOAT.unpack(data)[0]
-
-
-def _decode_double(data: bytes | None) -> float | None:
-    return None if data is None else _DOUBLE.unpack(data)[0]
-
-
-def _uuid_decoder(data: bytes | None) -> str | None:
-    # Java's UUIDDeserializer reads the UTF-8 string form.
-    return None if data is None else str(uuid.UUID(data.decode("utf-8")))
-
-
-def _void_decoder(data: bytes | None) -> None:
-    return None
-
-
-# Java serializers write numbers big-endian.
-_INT, _LONG, _SHORT, _FLOAT, _DOUBLE = (struct.Struct(f) for f in (">i", ">q", ">h", ">f", ">d"))
-
-_KAFKA_SER = "org.apache.kafka.common.serialization."
-#: Java deserializer class names and their Python equivalents (``None`` keeps raw bytes).
-DESERIALIZER_CLASSES: Mapping[str, Callable[[bytes | None], Any] | None] = {
-    _KAFKA_SER + "ByteArrayDeserializer": None,
-    _KAFKA_SER + "BytesDeserializer": None,
-    _KAFKA_SER + "ByteBufferDeserializer": None,
-    _KAFKA_SER + "StringDeserializer": utf8_decoder,
-    _KAFKA_SER + "IntegerDeserializer": _decode_int,
-    _KAFKA_SER + "LongDeserializer": _decode_long,
-    _KAFKA_SER + "ShortDeserializer": _decode_short,
-    _KAFKA_SER + "FloatDeserializer": _decode_float,
-    _KAFKA_SER + "DoubleDeserializer": _decode_double,
-    _KAFKA_SER + "UUIDDeserializer": _uuid_decoder,
-    _KAFKA_SER + "VoidDeserializer": _void_decoder,
-}
 
 # Java names whose kafka-python name is not the dots-to-underscores spelling.
 _RENAMED = {
@@ -184,48 +137,6 @@ def redact(params: Mapping[str, Any]) -> dict[str, Any]:
 def executor_group_id(group_id: Any) -> str:
     """Return Spark's executor group id ``spark-executor-<group.id>`` (``...-None`` if unset)."""
     return EXECUTOR_GROUP_PREFIX + str(group_id)
-
-
-def validate_deserializer(name: str, value: Any) -> Any:
-    """Return the Python deserializer for parameter ``name`` or raise.
-
-    Accepts ``None`` (raw bytes), a Java class name from :data:`DESERIALIZER_CLASSES`, a
-    callable ``bytes -> object`` or a ``kafka.serializer.Deserializer`` instance. Callables
-    must pickle with cloudpickle, because executors receive them inside the task.
-
-    Raises
-    ------
-    ConfigurationError
-        For an unknown class name, a non-callable value, or one that cannot be pickled.
-    """
-    if value is None:
-        return None
-    if isinstance(value, str):
-        if value in DESERIALIZER_CLASSES:
-            return DESERIALIZER_CLASSES[value]
-        raise ConfigurationError(
-            f"{name} {value!r} is not a deserializer dstream_kafka knows; use one of "
-            f"{', '.join(sorted(c.rsplit('.', 1)[1] for c in DESERIALIZER_CLASSES))} "
-            f"(as org.apache.kafka.common.serialization.<Name>) or pass a Python callable "
-            "bytes -> object"
-        )
-    from kafka.serializer import Deserializer
-
-    if not callable(value) and not isinstance(value, Deserializer):
-        raise ConfigurationError(
-            f"{name} must be a callable bytes -> object, a kafka.serializer.Deserializer or a "
-            f"Java class name, got {type(value).__name__}"
-        )
-    from pyspark import cloudpickle
-
-    try:
-        cloudpickle.dumps(value)
-    except Exception as exc:  # anything the pickler raises means executors cannot get it
-        raise ConfigurationError(
-            f"{name} cannot be serialized for executors ({type(exc).__name__}: {exc}); use a "
-            "module-level function or a lambda that does not capture locks, sockets or clients"
-        ) from None
-    return value
 
 
 def _show(key: str, value: Any) -> str:
@@ -403,6 +314,51 @@ def driver_consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
         params.pop(key, None)
     params.update(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False)
     return params
+
+
+def stream_driver_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
+    """Return settings for a stream's driver consumer: the user's params, in its group.
+
+    The driver never reads records (its partitions are paused), so deserializers are dropped;
+    offsets are committed only explicitly (``commitAsync`` or an offset store), so auto commit
+    is off.
+    """
+    config = consumer_config(kafkaParams)
+    if config.get("enable_auto_commit"):
+        log.warning("enable.auto.commit=true is ignored by the driver: offsets are committed "
+                    "after each batch's output (commitAsync or an offset store)")
+    for key in ("key_deserializer", "value_deserializer"):
+        config.pop(key, None)
+    config["enable_auto_commit"] = False
+    return config
+
+
+def store_client_config(kafkaParams: Mapping[str, Any], client: str = "consumer") -> dict[str, Any]:
+    """Return settings for the Kafka group offset store's ``client``: consumer, producer or admin.
+
+    The translation is :func:`consumer_config`'s (JAAS configs, typed values, unknown names
+    refused). (De)serializers are dropped (the store handles bytes), and so are the settings
+    the kafka-python ``client`` does not take; ``bootstrap.servers`` is required.
+
+    Raises
+    ------
+    ConfigurationError
+        For params that are not a mapping, lack ``bootstrap.servers``, or that
+        :func:`consumer_config` refuses.
+    """
+    import kafka
+
+    if not isinstance(kafkaParams, Mapping):
+        raise ConfigurationError(
+            "Kafka params must be a dict such as {'bootstrap.servers': 'host:9092', 'group.id': 'g'}, "
+            f"got {type(kafkaParams).__name__}")
+    known = {"consumer": kafka.KafkaConsumer, "producer": kafka.KafkaProducer,
+             "admin": kafka.KafkaAdminClient}[client].DEFAULT_CONFIG
+    config = {name: value for name, value in consumer_config(kafkaParams).items()
+              if name in known and not name.endswith(("_deserializer", "_serializer"))}
+    if not config.get("bootstrap_servers"):
+        raise ConfigurationError("Kafka params need 'bootstrap.servers', e.g. {'bootstrap.servers': '127.0.0.1:9092'}")
+    return config
 
 
 def _callable_identity(value: Any) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from dstream_kafka._kafka_internals import leader_host
 from dstream_kafka.errors import ConfigurationError, DStreamKafkaError, UnknownTopicPartitionError
 from dstream_kafka.kafka_params import driver_consumer_config, params_fingerprint
 from dstream_kafka.offsets import TopicPartition
@@ -104,14 +105,7 @@ class KafkaOffsetReader:
 
     def leader_host(self, tp: TopicPartition) -> str | None:
         """Return the host of ``tp``'s leader broker from the metadata, or None if unknown."""
-        from kafka import TopicPartition as KafkaTopicPartition
-
-        cluster = self._consumer._cluster  # kafka-python has no public leader look-up
-        leader = cluster.leader_for_partition(KafkaTopicPartition(*tp))
-        if leader is None or leader < 0:
-            return None
-        broker = cluster.broker_metadata(leader)
-        return None if broker is None else broker.host
+        return leader_host(self._consumer, tp)
 
     def earliest(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """Return the log start offset of each partition."""

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from operator import itemgetter
 from typing import Any
 
+from dstream_kafka._kafka_internals import record_offset, to_record
 from dstream_kafka.backends import OffsetOutOfRange
-from dstream_kafka.record import ConsumerRecord
 
 __all__ = ["KafkaPythonBackend"]
 
@@ -21,17 +20,6 @@ log = logging.getLogger(__name__)
 DEFAULT_BATCH = 10000
 
 
-def _to_record(r: Any) -> ConsumerRecord:
-    # Runs per record: kafka-python's ConsumerRecord is a tuple (topic, partition,
-    # leader_epoch, offset, timestamp, timestamp_type, key, value, headers, ...), read by
-    # index, and tuple.__new__ skips the NamedTuple constructor's argument handling.
-    headers = r[8]
-    return tuple.__new__(
-        ConsumerRecord,
-        (r[0], r[1], r[3], r[4], r[5], r[6], r[7], tuple(headers) if headers else ()),
-    )
-
-
 class KafkaPythonBackend:
     """A ``kafka.KafkaConsumer`` assigned to one partition.
 
@@ -40,8 +28,8 @@ class KafkaPythonBackend:
     Fetched items are kafka-python's own records.
     """
 
-    offset_of = staticmethod(itemgetter(3))  # kafka-python's ConsumerRecord.offset
-    to_record = staticmethod(_to_record)
+    offset_of = staticmethod(record_offset)
+    to_record = staticmethod(to_record)
 
     def __init__(self, topic: str, partition: int, config: Mapping[str, Any]) -> None:
         from kafka import KafkaConsumer

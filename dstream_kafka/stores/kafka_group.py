@@ -29,7 +29,8 @@ import time
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from dstream_kafka.errors import ConfigurationError, OffsetStoreError
+from dstream_kafka.errors import OffsetStoreError
+from dstream_kafka.kafka_params import store_client_config as kafka_client_config
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.records import CommitRecord, DataLossRecord, utc_from_ms
@@ -39,31 +40,6 @@ __all__ = ["GroupCommitter", "KafkaGroupOffsetStore", "kafka_client_config"]
 logger = logging.getLogger(__name__)
 
 DATA_LOSS_TOPIC = "_dstream_kafka_data_loss"
-
-
-def kafka_client_config(kafkaParams: Mapping[str, Any], client: str = "consumer") -> dict[str, Any]:
-    """Translate Java-style Kafka params (``bootstrap.servers``) to kafka-python keyword arguments.
-
-    The translation is the stream's own (:func:`dstream_kafka.kafka_params.consumer_config`:
-    JAAS configs, typed values, unknown names refused). (De)serializers are dropped (the stores
-    handle bytes), and so are the settings the kafka-python ``client`` (``consumer``,
-    ``producer`` or ``admin``) does not take; ``bootstrap.servers`` is required.
-    """
-    import kafka
-
-    from dstream_kafka.kafka_params import consumer_config
-
-    if not isinstance(kafkaParams, Mapping):
-        raise ConfigurationError(
-            "Kafka params must be a dict such as {'bootstrap.servers': 'host:9092', 'group.id': 'g'}, "
-            f"got {type(kafkaParams).__name__}")
-    known = {"consumer": kafka.KafkaConsumer, "producer": kafka.KafkaProducer,
-             "admin": kafka.KafkaAdminClient}[client].DEFAULT_CONFIG
-    config = {name: value for name, value in consumer_config(kafkaParams).items()
-              if name in known and not name.endswith(("_deserializer", "_serializer"))}
-    if not config.get("bootstrap_servers"):
-        raise ConfigurationError("Kafka params need 'bootstrap.servers', e.g. {'bootstrap.servers': '127.0.0.1:9092'}")
-    return config
 
 
 def _ktp(tp: TopicPartition) -> Any:

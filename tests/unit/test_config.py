@@ -273,3 +273,9 @@ def test_consumer_backend_rejects_other_clients_listing_the_choices() -> None:
     with pytest.raises(ConfigurationError, match="one of kafka-python, confluent-kafka") as info:
         _ = SparkConfReader({"spark.streaming.kafka.consumer.backend": "aiokafka"}).consumer_backend
     assert "'aiokafka'" in str(info.value)
+
+
+def test_a_reader_built_from_a_reader_reads_the_same_configuration() -> None:
+    first = SparkConfReader({"spark.streaming.kafka.maxRetries": "3"})
+    second = SparkConfReader(first)
+    assert second.conf is first.conf and second.max_retries == 3

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from dstream_kafka import ConsumerStrategies, TopicPartition
@@ -53,3 +55,21 @@ def test_executor_params_are_a_copy_of_the_users_params():
     params = strategy.executorKafkaParams
     params["group.id"] = "changed"
     assert strategy.executorKafkaParams["group.id"] == "g"
+
+
+def test_strategies_declare_their_topics_and_starting_offsets():
+    assert ConsumerStrategies.Subscribe(["b", "a"], PARAMS).topic_names() == ["b", "a"]
+    assert ConsumerStrategies.Assign([("t", 1), ("s", 0), ("t", 0)], PARAMS).topic_names() == ["s", "t"]
+    assert ConsumerStrategies.SubscribePattern("t.*", PARAMS).topic_names() is None
+    offsets = ConsumerStrategies.Subscribe(["t"], PARAMS, {("t", 0): 5}).starting_offsets()
+    assert offsets == {TopicPartition("t", 0): 5}
+
+
+def test_strategies_pickle_as_equal_values_and_hide_their_params_from_repr():
+    secret = {**PARAMS, "sasl.plain.password": "s3cret"}
+    for strategy in (ConsumerStrategies.Subscribe(["t"], secret, {("t", 0): 5}),
+                     ConsumerStrategies.SubscribePattern("t.*", secret),
+                     ConsumerStrategies.Assign([("t", 1)], secret)):
+        copy = pickle.loads(pickle.dumps(strategy))
+        assert copy == strategy and hash(copy) == hash(strategy)
+        assert "s3cret" not in repr(strategy)

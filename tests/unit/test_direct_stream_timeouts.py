@@ -1,17 +1,17 @@
-"""Driver look-ups that need the group coordinator give up with a clear error, never hang."""
+"""Driver look-ups give up with a clear error, never hang; the latest offsets are retried."""
 
 from __future__ import annotations
 
-import threading
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from kafka.errors import KafkaTimeoutError
 
-from dstream_kafka.direct_stream import API_TIMEOUT_MS, DirectKafkaInputDStream
+from dstream_kafka.consumer_strategy import ConsumerStrategies
+from dstream_kafka.direct_stream import REFRESH_LEADER_BACKOFF_MS, latest_offsets
 from dstream_kafka.errors import BrokerTimeoutError
 from dstream_kafka.offsets import TopicPartition
+from dstream_kafka.resume import API_TIMEOUT_MS, PartitionPositions
 
 
 class _SilentCoordinator:
@@ -29,19 +29,46 @@ class _SilentCoordinator:
         raise KafkaTimeoutError("Timeout waiting for coordinator")
 
 
-def _stream(consumer: Any) -> DirectKafkaInputDStream:
-    stream = object.__new__(DirectKafkaInputDStream)  # only the state _start_offset reads
-    stream.consumerStrategy = SimpleNamespace(offsets={})
-    stream._unassigned_offsets = {}
-    stream._group_id = "g"
-    stream._consumer_lock = threading.RLock()
-    stream._consumer = consumer
-    return stream
+def _positions() -> PartitionPositions:
+    strategy = ConsumerStrategies.Subscribe(["t"], {"bootstrap.servers": "127.0.0.1:1", "group.id": "g"})
+    return PartitionPositions(strategy, group_id="g", store_group="g", fail_on_data_loss=True)
 
 
 @pytest.mark.parametrize("first_start, what", [(True, "starting position"), (False, "committed offset")])
 def test_an_unanswered_offset_lookup_raises_broker_timeout_naming_the_partition(first_start, what) -> None:
     consumer = _SilentCoordinator()
     with pytest.raises(BrokerTimeoutError, match=f"did not return the {what} of t-3 within 60 s"):
-        _stream(consumer)._start_offset(TopicPartition("t", 3), first_start)
+        _positions().start_offset(consumer, TopicPartition("t", 3), first_start)
     assert consumer.timeouts == [API_TIMEOUT_MS]
+
+
+class _FlakyEnds:
+    """A driver consumer whose end-offset look-up fails ``failures`` times first."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.calls = 0
+
+    def end_offsets(self, tps: list[Any]) -> dict[Any, int]:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise KafkaTimeoutError("Failed to get offsets by times in 305000 ms")
+        return {tp: 42 for tp in tps}
+
+
+@pytest.mark.parametrize("retries", [0, 1, 3])
+def test_the_latest_offsets_look_up_is_tried_max_retries_more_times(retries, monkeypatch) -> None:
+    sleeps: list[float] = []
+    monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", sleeps.append)
+    consumer = _FlakyEnds(failures=retries)
+    assert latest_offsets(consumer, [TopicPartition("t", 0)], retries) == {TopicPartition("t", 0): 42}
+    assert consumer.calls == retries + 1
+    assert sleeps == [REFRESH_LEADER_BACKOFF_MS / 1000.0] * retries
+
+
+def test_the_error_of_the_last_try_is_raised(monkeypatch) -> None:
+    monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", lambda s: None)
+    consumer = _FlakyEnds(failures=3)
+    with pytest.raises(KafkaTimeoutError):
+        latest_offsets(consumer, [TopicPartition("t", 0)], retries=2)
+    assert consumer.calls == 3

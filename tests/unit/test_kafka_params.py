@@ -21,6 +21,8 @@ from dstream_kafka.kafka_params import (
     fix_kafka_params,
     params_fingerprint,
     redact,
+    store_client_config,
+    stream_driver_config,
     utf8_decoder,
     validate_deserializer,
 )
@@ -290,3 +292,27 @@ def test_fingerprint_tells_different_settings_apart():
     assert params_fingerprint({**base, "value_deserializer": lambda b: b}) != params_fingerprint(
         {**base, "value_deserializer": lambda b: b[::-1]}
     )
+
+
+def test_the_stream_driver_stays_in_the_group_commits_only_explicitly_and_decodes_nothing(caplog):
+    with caplog.at_level(logging.WARNING, logger="dstream_kafka.kafka_params"):
+        config = stream_driver_config(
+            {
+                "bootstrap.servers": "h:1",
+                "group.id": "g",
+                "enable.auto.commit": "true",
+                "key.deserializer": SER + "StringDeserializer",
+            }
+        )
+    assert config["group_id"] == "g" and config["enable_auto_commit"] is False
+    assert "key_deserializer" not in config
+    assert "enable.auto.commit=true is ignored by the driver" in caplog.text
+
+
+def test_store_clients_get_only_the_settings_their_client_takes():
+    params = {"bootstrap.servers": "h:1", "group.id": "g", "max.poll.records": 5,
+              "value.deserializer": SER + "StringDeserializer"}
+    assert store_client_config(params)["max_poll_records"] == 5
+    producer = store_client_config(params, "producer")
+    assert "max_poll_records" not in producer and "group_id" not in producer
+    assert "value_deserializer" not in store_client_config(params)

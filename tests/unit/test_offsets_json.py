@@ -15,11 +15,8 @@ with warnings.catch_warnings():
     import kafka
 
 from dstream_kafka.errors import ConfigurationError, OffsetsJsonError
-from dstream_kafka.offsets import (
-    EARLIEST,
-    LATEST,
-    OffsetRange,
-    TopicPartition,
+from dstream_kafka.offsets import EARLIEST, LATEST, OffsetRange, TopicPartition
+from dstream_kafka.offsets_json import (
     offset_ranges_from_json,
     offset_ranges_to_json,
     partition_offsets_from_json,

@@ -1,0 +1,91 @@
+"""Every use of kafka-python beyond its public API, in one module.
+
+kafka-python has no public query for "a group rebalance is pending" or for "which broker leads
+this partition", so the driver reads them from the consumer's coordinator and cluster
+metadata. Executors turn kafka-python's fetched records into
+:class:`~dstream_kafka.record.ConsumerRecord` by field name. Each accessor below names the
+attribute it relies on; ``tests/unit/test_kafka_internals.py`` checks every one of them on the
+installed kafka-python, so an upgrade that moves one fails there, by name, instead of
+degrading a running stream. The tested range is pinned in ``setup.cfg``.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import Any, Callable
+
+from dstream_kafka.offsets import TopicPartition
+from dstream_kafka.record import ConsumerRecord
+
+__all__ = [
+    "RECORD_FIELDS",
+    "cluster_metadata",
+    "leader_host",
+    "needs_rejoin",
+    "record_offset",
+    "to_record",
+]
+
+#: The fields of kafka-python's ``kafka.consumer.fetcher.ConsumerRecord`` that records are
+#: built from (read by name; their positions changed between kafka-python releases before).
+RECORD_FIELDS = ("topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value",
+                 "headers")
+
+
+def _internal(owner: Any, name: str, where: str) -> Any:
+    """Return ``owner.<name>``, or fail naming the kafka-python internal that moved."""
+    try:
+        return getattr(owner, name)
+    except AttributeError:
+        import kafka
+
+        raise AttributeError(
+            f"kafka-python {kafka.__version__} has no {where}.{name}, which dstream_kafka reads "
+            "(see setup.cfg for the kafka-python versions it is tested with)") from None
+
+
+def needs_rejoin(consumer: Any) -> bool:
+    """Return True while ``consumer``'s group wants it to rejoin (another member came or went).
+
+    Reads ``KafkaConsumer._coordinator.need_rejoin()``. A consumer without a group (assigned
+    partitions) never needs to rejoin.
+    """
+    coordinator = _internal(consumer, "_coordinator", "KafkaConsumer")
+    return bool(_internal(coordinator, "need_rejoin", "ConsumerCoordinator")())
+
+
+def cluster_metadata(consumer: Any) -> Any:
+    """Return ``consumer``'s cluster metadata (``KafkaConsumer._client.cluster``)."""
+    client = _internal(consumer, "_client", "KafkaConsumer")
+    return _internal(client, "cluster", "KafkaConsumer._client")
+
+
+def leader_host(consumer: Any, tp: TopicPartition) -> str | None:
+    """Return the host of ``tp``'s leader broker in ``consumer``'s metadata, None if unknown.
+
+    Metadata only: no request is sent, so a partition the consumer has not seen yet is unknown.
+    """
+    from kafka import TopicPartition as KafkaTopicPartition
+
+    cluster = cluster_metadata(consumer)
+    leader = cluster.leader_for_partition(KafkaTopicPartition(tp.topic, tp.partition))
+    if leader is None or leader < 0:
+        return None
+    broker = cluster.broker_metadata(leader)
+    return None if broker is None else str(broker.host)
+
+
+#: ``record_offset(item)``: the offset of a record kafka-python fetched (a C-level callable,
+#: so a whole batch can be checked at once).
+record_offset: Callable[[Any], int] = attrgetter("offset")
+
+
+def to_record(r: Any) -> ConsumerRecord:
+    """Return kafka-python's fetched record ``r`` as a :class:`ConsumerRecord`."""
+    # Runs per record: tuple.__new__ skips the NamedTuple constructor's argument handling.
+    headers = r.headers
+    return tuple.__new__(
+        ConsumerRecord,
+        (r.topic, r.partition, r.offset, r.timestamp, r.timestamp_type, r.key, r.value,
+         tuple(headers) if headers else ()),
+    )

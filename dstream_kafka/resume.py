@@ -1,0 +1,286 @@
+"""Where each partition of a direct stream starts, resumes and continues; data loss on resume.
+
+On start, a stream resumes from its offset store: the stored offsets, and the batch that was
+planned but never committed, which is re-run with exactly its ranges first. Partitions
+without a stored offset start at the strategy's explicit offset, else at the position Kafka
+gives the driver consumer (committed offset, else ``auto.offset.reset``). A stored offset
+outside the log (retention, a recreated topic) is data loss: it fails the start, or with
+``failOnDataLoss=False`` is recorded in the store and skipped. While the stream runs, every
+batch checks the group's assignment: a revoked partition fails the batch (as in Spark),
+and a new one starts where the store or Kafka says.
+
+:class:`PartitionPositions` holds the driver position of every partition. It is given its
+collaborators (the driver consumer, the offset store, the consumer strategy) as arguments,
+so it does not need a running stream.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
+
+from dstream_kafka.consumer_strategy import ConsumerStrategy
+from dstream_kafka.errors import (
+    BrokerTimeoutError,
+    ConfigurationError,
+    DataLossError,
+    PartitionsRevokedError,
+)
+from dstream_kafka.offsets import OffsetRange, TopicPartition
+
+if TYPE_CHECKING:
+    from dstream_kafka.stores.base import OffsetStore
+
+__all__ = ["API_TIMEOUT_MS", "PartitionPositions"]
+
+logger = logging.getLogger(__name__)
+
+#: Longest wait for the broker's answer to a driver look-up that needs the group coordinator
+#: (Kafka's default.api.timeout.ms); without one, kafka-python waits for ever.
+API_TIMEOUT_MS = 60_000
+
+_REVOKED = (
+    "Previously tracked partitions {parts} been revoked by Kafka because of consumer rebalance. "
+    "This is mostly due to another stream with same group id joined, please check if there're "
+    "different streaming application misconfigure to use same group id. Fundamentally "
+    "different stream should use different group id"
+)
+
+
+def _ktp(tp: TopicPartition) -> Any:
+    from kafka import TopicPartition as KafkaTopicPartition
+
+    return KafkaTopicPartition(tp.topic, tp.partition)
+
+
+def _no_answer(what: str) -> BrokerTimeoutError:
+    return BrokerTimeoutError(
+        f"Kafka did not return {what} within {API_TIMEOUT_MS // 1000} s (the group coordinator "
+        "did not answer); check that the brokers in bootstrap.servers are up and reachable")
+
+
+class PartitionPositions:
+    """The next offset to read of every partition a stream reads, on the driver.
+
+    Parameters
+    ----------
+    strategy : ConsumerStrategy
+        Gives the topics to load from the store and the explicit starting offsets.
+    group_id : str or None
+        The Kafka ``group.id``; without one, committed offsets are not looked up.
+    store_group : str
+        Whose offsets the store keeps (the group id, or the stream's own name).
+    fail_on_data_loss : bool
+        Fail on a stored offset outside the log, instead of recording the loss and skipping.
+
+    Attributes
+    ----------
+    current : dict of TopicPartition to int
+        The position of every tracked (assigned) partition.
+    unassigned : dict of TopicPartition to int
+        Where partitions continue that the store (or a re-run batch) knows but the group has
+        not assigned to this driver yet, e.g. while a killed driver still holds them.
+    replay : (int, list of OffsetRange) or None
+        The batch time and ranges of the planned but uncommitted batch to re-run first.
+    """
+
+    def __init__(self, strategy: ConsumerStrategy, *, group_id: str | None, store_group: str,
+                 fail_on_data_loss: bool) -> None:
+        self.strategy = strategy
+        self.group_id = group_id
+        self.store_group = store_group
+        self.fail_on_data_loss = fail_on_data_loss
+        self.current: dict[TopicPartition, int] = {}
+        self.unassigned: dict[TopicPartition, int] = {}
+        self.replay: tuple[int, list[OffsetRange]] | None = None
+        # If the group handed out nothing at start (a slow join), partitions that arrive later
+        # are still the first start's: they begin at the strategy's offsets / auto.offset.reset.
+        self._first_start_pending = False
+
+    # ------------------------------------------------------------------ start and resume
+    def load(self, store: OffsetStore | None) -> dict[TopicPartition, int]:
+        """Take the stored offsets and the pending batch from ``store``; return the offsets.
+
+        The positions become the stored offsets (none without a store).
+        """
+        stored: dict[TopicPartition, int] = {}
+        if store is not None:
+            stored = store.load(self.store_group, self.strategy.topic_names())
+            pending = store.pending(self.store_group)
+            if pending is not None:
+                # A batch was planned but never committed: re-run exactly its ranges first.
+                self.replay = (pending.batch_time_ms, list(pending.ranges))
+                logger.warning("Re-running uncommitted batch %s over %s", pending.batch_time_ms,
+                               list(pending.ranges))
+        self.current = dict(stored)
+        return stored
+
+    def start(self, consumer: Any, store: OffsetStore | None, stored: Mapping[TopicPartition, int],
+              assigned: set[TopicPartition]) -> None:
+        """Position the ``assigned`` partitions and seek ``consumer`` to them.
+
+        ``stored`` is what :meth:`load` returned. Stored partitions the group did not assign
+        are remembered (or are data loss when they vanished); the others start as
+        :meth:`start_offset` says; stored offsets are checked against the log.
+        """
+        self._first_start_pending = not stored and not assigned
+        for tp in sorted(set(self.current) - assigned):
+            self.forget_unassigned(consumer, store, tp)
+        for tp in assigned:
+            if tp not in self.current:
+                self.current[tp] = self.start_offset(consumer, tp, first_start=not stored)
+        if stored:
+            self.check_retention(consumer, store, self.current)
+        for tp, off in self.current.items():
+            consumer.seek(_ktp(tp), off)
+
+    def forget_unassigned(self, consumer: Any, store: OffsetStore | None, tp: TopicPartition) -> None:
+        """Stop tracking a stored partition the driver was not given; a vanished one is data loss.
+
+        Raises
+        ------
+        DataLossError
+            When ``tp`` no longer exists in Kafka and data loss fails the stream.
+        """
+        off = self.current.pop(tp)
+        existing = consumer.partitions_for_topic(tp.topic) or set()
+        if tp.partition in existing:
+            logger.warning("Stored offset %s of %s-%s is not read by this stream (not assigned "
+                           "to it); leaving it as it is", off, tp.topic, tp.partition)
+            self.unassigned[tp] = off  # where it continues if it is assigned later
+            return
+        problem = (f"partition {tp.topic}-{tp.partition} has stored offset {off} for group "
+                   f"{self.store_group} but no longer exists in Kafka (topic deleted or recreated)")
+        if self.fail_on_data_loss:
+            raise DataLossError(problem + "; restore it, or set failOnDataLoss=False to continue "
+                                "without it (the loss is recorded in the offset store)")
+        logger.warning("%s; continuing without it (failOnDataLoss=False)", problem)
+        if store is not None:
+            store.record_data_loss(self.store_group, tp, off, off, None)
+
+    def start_offset(self, consumer: Any, tp: TopicPartition, first_start: bool) -> int:
+        """Where a partition without a stored offset starts.
+
+        On a first start: the strategy's explicit offset, else the position Kafka gives the
+        driver consumer (committed offset, else ``auto.offset.reset``). A partition that appears
+        later starts where the offset store (or a re-run batch) left it when the group assigned
+        it only after the start, else at its committed offset, else at its first offset.
+
+        Raises
+        ------
+        BrokerTimeoutError
+            When the group coordinator does not answer within :data:`API_TIMEOUT_MS`.
+        ConfigurationError
+            On a first start without a committed offset and with ``auto.offset.reset=none``.
+        """
+        explicit = self.strategy.starting_offsets()
+        if tp in explicit:
+            return explicit[tp]
+        if tp in self.unassigned:
+            # Stored (or re-run) before the group gave it to us: the store's offset wins over
+            # Kafka's committed offset, which a store other than Kafka never moves.
+            return self.unassigned.pop(tp)
+        from kafka.errors import KafkaTimeoutError
+
+        ktp = _ktp(tp)
+        if first_start:
+            try:
+                return int(consumer.position(ktp, timeout_ms=API_TIMEOUT_MS))
+            except KafkaTimeoutError as exc:
+                raise _no_answer(f"the starting position of {tp.topic}-{tp.partition}") from exc
+            except Exception as exc:  # kafka-python's NoOffsetForPartitionError and its kin
+                raise ConfigurationError(
+                    f"No starting offset for {tp.topic}-{tp.partition}: it has no committed offset "
+                    "and auto.offset.reset is 'none'; give explicit offsets to the consumer strategy "
+                    "or set auto.offset.reset to 'earliest' or 'latest'") from exc
+        try:
+            committed = consumer.committed(ktp, timeout_ms=API_TIMEOUT_MS) if self.group_id else None
+        except KafkaTimeoutError as exc:
+            raise _no_answer(f"the committed offset of {tp.topic}-{tp.partition}") from exc
+        if committed is not None:
+            return int(committed)
+        return int(consumer.beginning_offsets([ktp])[ktp])
+
+    def check_retention(self, consumer: Any, store: OffsetStore | None,
+                        offsets: Mapping[TopicPartition, int]) -> None:
+        """Check stored ``offsets`` against the log; skip lost records when allowed.
+
+        Raises
+        ------
+        DataLossError
+            For an offset past the log end, or before its start when data loss fails the
+            stream.
+        """
+        ktps = [_ktp(tp) for tp in offsets]
+        earliest = consumer.beginning_offsets(ktps)
+        latest = consumer.end_offsets(ktps)
+        for tp, off in list(offsets.items()):
+            ktp = _ktp(tp)
+            first, last = int(earliest[ktp]), int(latest[ktp])
+            if first <= off <= last:
+                continue
+            problem = (f"stored offset {off} of {tp.topic}-{tp.partition} for group {self.group_id} "
+                       f"is outside the log: earliest available {first}, latest {last}")
+            if self.fail_on_data_loss or off > last:
+                raise DataLossError(
+                    problem + ". Records were deleted (retention) or the topic was recreated. "
+                    "Restore the data, or set failOnDataLoss=False to continue from the earliest "
+                    "offset and record the lost range in the offset store.")
+            logger.warning("%s; continuing from %s (failOnDataLoss=False)", problem, first)
+            if store is not None:
+                store.record_data_loss(self.store_group, tp, off, first, None)
+            self.current[tp] = first
+
+    # ------------------------------------------------------------------ while running
+    def track(self, consumer: Any, assigned: set[TopicPartition]) -> None:
+        """Follow the group's assignment: fail on revoked partitions, start new ones.
+
+        Raises
+        ------
+        PartitionsRevokedError
+            When a tracked partition is no longer assigned (another stream shares the group).
+        """
+        revoked = set(self.current) - assigned
+        if revoked:
+            raise PartitionsRevokedError(_REVOKED.format(parts=sorted(revoked)))
+        first_start = self._first_start_pending
+        for tp in sorted(assigned - set(self.current)):
+            self.current[tp] = self.start_offset(consumer, tp, first_start=first_start)
+            self._first_start_pending = False
+            logger.info("New partition %s-%s starts at offset %s", tp.topic, tp.partition,
+                        self.current[tp])
+
+    def take_replay(self, latest: Mapping[TopicPartition, int]) -> tuple[int, dict[TopicPartition, int]] | None:
+        """Return the pending batch's store time and until offsets, once; None without one.
+
+        The positions move back to the batch's from offsets. Tracked partitions the batch did
+        not know yet keep their position (an empty range) and start from there next batch.
+        """
+        if self.replay is None:
+            return None
+        replay_time, ranges = self.replay
+        self.replay = None
+        until = {r.topicPartition(): r.untilOffset for r in ranges}
+        for r in ranges:
+            self.current[r.topicPartition()] = r.fromOffset
+        until.update({tp: self.current[tp] for tp in latest if tp not in until})
+        return replay_time, until
+
+    def ranges_to(self, until: Mapping[TopicPartition, int]) -> list[OffsetRange]:
+        """Return the ranges from the positions to ``until``, ordered by partition."""
+        return [OffsetRange(tp.topic, tp.partition, self.current[tp], until[tp])
+                for tp in sorted(until)]
+
+    def advance(self, until: Mapping[TopicPartition, int], assigned: Collection[TopicPartition],
+                replaying: bool) -> None:
+        """Move the positions to ``until`` once a batch is planned.
+
+        A re-run batch may cover partitions the group has not ``assigned`` to this driver
+        yet: they are remembered as unassigned rather than tracked, or the next batch would
+        take them for revoked.
+        """
+        self.current.update(until)
+        if replaying:
+            for tp in [tp for tp in until if tp not in assigned]:
+                self.unassigned[tp] = self.current.pop(tp)
