@@ -12,12 +12,8 @@ from typing import Any
 
 from dstream_kafka.errors import ConfigurationError, DataLossError
 from dstream_kafka.kafka_params import fix_kafka_params
-from dstream_kafka.kafka_rdd import (
-    KafkaRDD,
-    executor_locations,
-    preferred_locations_for,
-    read_settings,
-)
+from dstream_kafka._spark_internals import is_active_context
+from dstream_kafka.kafka_rdd import KafkaRDD, read_settings
 from dstream_kafka.offset_reader import offset_reader
 from dstream_kafka.offset_resolution import normalize_options, resolve_offset_ranges
 from dstream_kafka.offsets import OffsetRange
@@ -26,7 +22,9 @@ from dstream_kafka.placement import (
     PreferBrokers,
     PreferConsistent,
     executor_location_string,
+    executor_locations,
     preferred_hosts_for,
+    preferred_locations_for,
 )
 from dstream_kafka.range_calculator import split_ranges
 
@@ -36,7 +34,7 @@ log = logging.getLogger(__name__)
 
 
 def _check_context(sc: Any) -> None:
-    if getattr(sc, "_jsc", None) is None:
+    if not is_active_context(sc):
         raise ConfigurationError(
             f"sc must be an active SparkContext, got {type(sc).__name__}; "
             "use SparkContext.getOrCreate()"

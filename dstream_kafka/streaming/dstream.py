@@ -22,8 +22,8 @@ from typing import (TYPE_CHECKING, Any, Callable, Generic, Hashable, Iterable, O
                     Sequence, TypeVar, Union)
 
 from pyspark import RDD, StorageLevel
-from pyspark.rdd import portable_hash
 
+from dstream_kafka._spark_internals import detached_rdd, portable_hash
 from dstream_kafka.errors import ConfigurationError, StreamingStateError
 from dstream_kafka.streaming.scheduler import (OutputJob, datetime_to_ms, is_valid_time,
                                                ms_to_datetime, seconds_to_ms, slice_times)
@@ -100,7 +100,7 @@ def _detached(rdd: RDD[Any]) -> RDD[Any]:
     Stateful streams build each RDD from the previous one; without this the chain of
     Python RDD objects (and their closures) would grow by one link per batch.
     """
-    detached: RDD[Any] = RDD(rdd._jrdd, rdd.ctx, rdd._jrdd_deserializer)
+    detached = detached_rdd(rdd)
     detached.partitioner = rdd.partitioner
     detached.is_cached = True
     return detached

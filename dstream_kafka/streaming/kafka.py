@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pyspark import RDD, StorageLevel
-from pyspark.core.rdd import PipelinedRDD
 
+from dstream_kafka._spark_internals import PipelinedRDD
 from dstream_kafka.kafka08 import (
     Broker,
     KafkaMessageAndMetadata,
