@@ -29,11 +29,13 @@ if TYPE_CHECKING:
 __all__ = [
     "INTERNALS",
     "PipelinedRDD",
+    "active_context",
     "context_stopped",
     "default_filesystem",
     "detached_rdd",
     "executor_list",
     "hadoop_filesystem",
+    "hadoop_path_class",
     "is_active_context",
     "live_conf",
     "portable_hash",
@@ -58,6 +60,8 @@ INTERNALS: dict[str, str] = {
     "executor_list": "SparkContext._jsc.sc().statusStore().executorList(true)",
     "located_source": "PythonUtils.toSeq / SparkContext.makeRDD(Seq[(T, Seq[String])])",
     "source_preferred_locations": "JavaRDD.rdd().preferredLocations(Partition)",
+    "active_context": "SparkContext._active_spark_context",
+    "hadoop_path_class": "_jvm.org.apache.hadoop.fs.Path",
     "hadoop_filesystem": "SparkContext._jsc.hadoopConfiguration() / _jvm Hadoop Path",
     "default_filesystem": "SparkContext._jsc.hadoopConfiguration().get('fs.defaultFS')",
     "read_stream_bytes": "_jvm.org.apache.commons.io.IOUtils.toByteArray",
@@ -153,10 +157,23 @@ def source_preferred_locations(jrdd: Any, split: int) -> list[str]:
     return [str(locations.apply(i)) for i in range(locations.length())]
 
 
+def active_context() -> SparkContext | None:
+    """Return the active SparkContext of this process, or None."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context
+
+
+def hadoop_path_class(sc: SparkContext) -> Any:
+    """Return the JVM class ``org.apache.hadoop.fs.Path`` (call it with a path string)."""
+    assert sc._jvm is not None
+    return sc._jvm.org.apache.hadoop.fs.Path
+
+
 def hadoop_filesystem(sc: SparkContext, path: str) -> tuple[Any, Any]:
     """Return ``(org.apache.hadoop.fs.Path, FileSystem)`` for ``path`` under ``sc``'s Hadoop configuration."""
-    assert sc._jsc is not None and sc._jvm is not None
-    jpath = sc._jvm.org.apache.hadoop.fs.Path(path)
+    assert sc._jsc is not None
+    jpath = hadoop_path_class(sc)(path)
     return jpath, jpath.getFileSystem(sc._jsc.hadoopConfiguration())
 
 

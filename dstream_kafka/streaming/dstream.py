@@ -156,11 +156,6 @@ class DStream(Generic[T_co]):
         """
         raise NotImplementedError
 
-    @property
-    def slide_duration_ms(self) -> int:
-        """Milliseconds between two RDDs of this stream."""
-        return self._slide_ms
-
     def _get_or_compute(self, time_ms: int) -> RDD[Any] | None:
         if time_ms in self._generated:
             return self._generated[time_ms]

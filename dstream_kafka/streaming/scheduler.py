@@ -261,7 +261,6 @@ class JobScheduler:
         self._scheduler_thread: threading.Thread | None = None
         self._job_thread: threading.Thread | None = None
         self.next_batch_time: int | None = None
-        self.last_completed_time: int | None = None
 
     @property
     def threads(self) -> tuple[threading.Thread, ...]:
@@ -381,7 +380,6 @@ class JobScheduler:
             self._bus.post("onBatchCompleted", StreamingListenerBatchCompleted(batch.info()))
             self._on_fatal(batch.error)
             return False
-        self.last_completed_time = batch.time
         self._bus.post("onBatchCompleted", StreamingListenerBatchCompleted(batch.info()))
         return True
 

@@ -65,3 +65,11 @@ def test_hadoop_filesystem_reads_and_lists_a_local_file(sc: Any) -> None:
 
 def test_worker_python_is_the_interpreter_spark_starts_workers_with(sc: Any) -> None:
     assert os.path.exists(internals.worker_python(sc))
+
+
+def test_active_context_is_the_running_context(sc: Any) -> None:
+    assert internals.active_context() is sc
+
+
+def test_hadoop_path_class_builds_paths(sc: Any) -> None:
+    assert str(internals.hadoop_path_class(sc)("file:///tmp/x").getName()) == "x"

@@ -95,3 +95,10 @@ def test_portable_hash_is_pysparks_partitioning_hash() -> None:
     rdd_module = importlib.import_module("pyspark.rdd")
     assert getattr(rdd_module, "portable_hash", None) is internals.portable_hash, (
         "pyspark.rdd.portable_hash is not pyspark.core.rdd.portable_hash any more")
+
+
+def test_the_active_context_is_a_class_attribute_of_spark_context() -> None:
+    from pyspark import SparkContext
+
+    assert hasattr(SparkContext, "_active_spark_context"), (
+        "PySpark internal SparkContext._active_spark_context is gone")
