@@ -25,10 +25,9 @@ from dstream_kafka.streaming.input import InputDStream, QueueInputDStream
 from dstream_kafka.streaming.listener import (BatchInfo, ListenerBus, StreamingListener,
                                               StreamingListenerStreamingStarted,
                                               StreamInputInfo)
-from dstream_kafka.streaming.scheduler import (JobScheduler, OutputJob, first_batch_time,
-                                               graceful_stop_timeout_ms,
-                                               install_sigterm_handler, now_ms,
-                                               seconds_to_ms)
+from dstream_kafka.streaming.clock import (first_batch_time, graceful_stop_timeout_ms, now_ms,
+                                           seconds_to_ms)
+from dstream_kafka.streaming.scheduler import JobScheduler, OutputJob, install_sigterm_handler
 
 if TYPE_CHECKING:
     from pyspark import SparkContext

@@ -25,8 +25,9 @@ from pyspark import RDD, StorageLevel
 
 from dstream_kafka._spark_internals import detached_rdd, portable_hash
 from dstream_kafka.errors import ConfigurationError, StreamingStateError
-from dstream_kafka.streaming.scheduler import (OutputJob, datetime_to_ms, is_valid_time,
-                                               ms_to_datetime, seconds_to_ms, slice_times)
+from dstream_kafka.streaming.clock import (datetime_to_ms, is_valid_time, ms_to_datetime,
+                                           seconds_to_ms, slice_times)
+from dstream_kafka.streaming.scheduler import OutputJob
 
 if TYPE_CHECKING:
     from datetime import datetime

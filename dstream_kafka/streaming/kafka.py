@@ -36,7 +36,7 @@ from dstream_kafka.kafka08 import (
 from dstream_kafka.offsets import OffsetRange as OffsetRange010
 from dstream_kafka.streaming.context import StreamingContext
 from dstream_kafka.streaming.dstream import DStream, TransformedDStream, takes_time
-from dstream_kafka.streaming.scheduler import ms_to_datetime
+from dstream_kafka.streaming.clock import ms_to_datetime
 
 __all__ = ["Broker", "KafkaMessageAndMetadata", "KafkaUtils", "OffsetRange",
            "TopicAndPartition", "utf8_decoder"]

@@ -12,9 +12,7 @@ import pytest
 
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.streaming.listener import BatchInfo, ListenerBus, StreamingListener, Time
-from dstream_kafka.streaming.scheduler import (
-    JobScheduler,
-    OutputJob,
+from dstream_kafka.streaming.clock import (
     datetime_to_ms,
     due_batch_times,
     first_batch_time,
@@ -25,6 +23,7 @@ from dstream_kafka.streaming.scheduler import (
     seconds_to_ms,
     slice_times,
 )
+from dstream_kafka.streaming.scheduler import JobScheduler, OutputJob
 
 
 class TestBatchTimes:
