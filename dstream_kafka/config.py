@@ -28,6 +28,7 @@ __all__ = [
     "CONSUMER_CACHE_MAX_CAPACITY",
     "CONSUMER_POLL_MS",
     "DEFAULTS",
+    "GRACEFUL_STOP_TIMEOUT",
     "MAX_RATE_PER_PARTITION",
     "MAX_RETRIES",
     "MIN_RATE_PER_PARTITION",
@@ -61,7 +62,9 @@ PID_PROPORTIONAL = "spark.streaming.backpressure.pid.proportional"
 PID_INTEGRAL = "spark.streaming.backpressure.pid.integral"
 PID_DERIVED = "spark.streaming.backpressure.pid.derived"
 PID_MIN_RATE = "spark.streaming.backpressure.pid.minRate"
+# Streaming engine (streaming/context.py): SIGTERM, graceful stop and job concurrency.
 STOP_GRACEFULLY_ON_SHUTDOWN = "spark.streaming.stopGracefullyOnShutdown"
+GRACEFUL_STOP_TIMEOUT = "spark.streaming.gracefulStopTimeout"
 CONCURRENT_JOBS = "spark.streaming.concurrentJobs"
 # Spark core
 NETWORK_TIMEOUT = "spark.network.timeout"
@@ -89,6 +92,7 @@ DEFAULTS: Mapping[str, str | None] = {
     PID_DERIVED: "0.0",
     PID_MIN_RATE: "100",
     STOP_GRACEFULLY_ON_SHUTDOWN: "false",
+    GRACEFUL_STOP_TIMEOUT: None,  # unset: 10 batch intervals
     CONCURRENT_JOBS: "1",
     NETWORK_TIMEOUT: "120s",
     CONSUMER_BACKEND: "kafka-python",
@@ -363,6 +367,14 @@ class SparkConfReader:
     def stop_gracefully_on_shutdown(self) -> bool:
         """``spark.streaming.stopGracefullyOnShutdown`` (default false)."""
         return self.get_bool(STOP_GRACEFULLY_ON_SHUTDOWN)
+
+    @property
+    def graceful_stop_timeout_ms(self) -> int | None:
+        """``spark.streaming.gracefulStopTimeout`` in ms, or None when unset (a graceful stop
+        then waits 10 batch intervals)."""
+        if self.get_raw(GRACEFUL_STOP_TIMEOUT) is None:
+            return None
+        return self.get_time_ms(GRACEFUL_STOP_TIMEOUT)
 
     @property
     def concurrent_jobs(self) -> int:

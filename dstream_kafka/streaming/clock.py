@@ -8,10 +8,10 @@ zero time. Unit-tested in ``tests/unit/test_scheduler_timing.py``.
 from __future__ import annotations
 
 import math
-import re
 import time
 from datetime import datetime
 
+from dstream_kafka.config import parse_time_string
 from dstream_kafka.errors import ConfigurationError
 
 __all__ = [
@@ -104,24 +104,23 @@ def due_batch_times(next_time: int, now: int, interval_ms: int) -> list[int]:
     return list(range(next_time, now + 1, interval_ms))
 
 
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
-_UNIT_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
-
-
 def parse_duration_ms(text: str | int | float) -> int:
-    """Parse a Spark-style duration (``"5000"``, ``"5000ms"``, ``"10s"``, ``"2min"``) to ms.
+    """Parse a Spark time string (``"5000"``, ``"5000ms"``, ``"10s"``, ``"2min"``) to ms.
 
-    A bare number is milliseconds, as Spark's ``getTimeAsMs``.
+    A bare number is milliseconds, as Spark's ``getTimeAsMs``
+    (:func:`~dstream_kafka.config.parse_time_string`).
+
+    Raises
+    ------
+    ConfigurationError
+        When ``text`` is not a time string.
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         return int(text)
-    match = _DURATION_RE.match(str(text))
-    if not match:
-        raise ConfigurationError(f"cannot parse duration {text!r}; use e.g. '5000ms' or '10s'")
-    return int(float(match.group(1)) * _UNIT_MS[match.group(2)])
+    return parse_time_string(text if isinstance(text, str) else repr(text), "ms", key="duration")
 
 
-def graceful_stop_timeout_ms(conf_value: str | None, batch_ms: int) -> int:
+def graceful_stop_timeout_ms(conf_value: str | int | None, batch_ms: int) -> int:
     """Return how long a graceful stop waits for queued batches.
 
     ``spark.streaming.gracefulStopTimeout`` when set, else 10 batch intervals (Spark's

@@ -336,7 +336,7 @@ class _SigtermHook:
         if callback is None:
             self._delegate(signum, frame)
             return
-        log.warning("SIGTERM received: stopping the StreamingContext gracefully")
+        log.warning("SIGTERM received: stopping the StreamingContext")
         threading.Thread(target=callback, name="dstream-sigterm-stop", daemon=False).start()
 
     def uninstall(self) -> None:
