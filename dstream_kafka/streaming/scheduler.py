@@ -347,8 +347,9 @@ class _SigtermHook:
     def _restore(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return  # the disarmed handler delegates to the previous one instead
+        previous = self._previous  # read first: the identity test below narrows ``self``
         if signal.getsignal(signal.SIGTERM) is self:
-            signal.signal(signal.SIGTERM, self._previous)
+            signal.signal(signal.SIGTERM, previous)
 
     def _delegate(self, signum: int, frame: Any) -> None:
         previous = self._previous
