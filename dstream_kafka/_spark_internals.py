@@ -190,7 +190,8 @@ def read_stream_bytes(sc: SparkContext, stream: Any) -> bytes:
 
 
 def worker_python(sc: SparkContext) -> str:
-    """Return the interpreter PySpark starts its workers with."""
+    """Return the interpreter PySpark starts its workers with (``PYSPARK_PYTHON`` when the
+    context was created, else ``python3``)."""
     return str(sc.pythonExec)
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "PID_INTEGRAL",
     "PID_MIN_RATE",
     "PID_PROPORTIONAL",
+    "PYSPARK_PYTHON",
     "RATE_ESTIMATOR",
     "STOP_GRACEFULLY_ON_SHUTDOWN",
     "SparkConfReader",
@@ -66,6 +67,8 @@ PID_MIN_RATE = "spark.streaming.backpressure.pid.minRate"
 STOP_GRACEFULLY_ON_SHUTDOWN = "spark.streaming.stopGracefullyOnShutdown"
 GRACEFUL_STOP_TIMEOUT = "spark.streaming.gracefulStopTimeout"
 CONCURRENT_JOBS = "spark.streaming.concurrentJobs"
+#: The interpreter of Python workers (else ``PYSPARK_PYTHON``); checked by ``KafkaUtils``.
+PYSPARK_PYTHON = "spark.pyspark.python"
 # Spark core
 NETWORK_TIMEOUT = "spark.network.timeout"
 # dstream_kafka's own: which Python Kafka client executors and the driver use.
@@ -94,6 +97,7 @@ DEFAULTS: Mapping[str, str | None] = {
     STOP_GRACEFULLY_ON_SHUTDOWN: "false",
     GRACEFUL_STOP_TIMEOUT: None,  # unset: 10 batch intervals
     CONCURRENT_JOBS: "1",
+    PYSPARK_PYTHON: None,  # unset: PYSPARK_PYTHON, else python3
     NETWORK_TIMEOUT: "120s",
     CONSUMER_BACKEND: "kafka-python",
 }
