@@ -408,7 +408,7 @@ class DirectKafkaInputDStream(InputDStream):
                                     leader_lookup)
         if self._read_settings is None:
             # The SparkConf is fixed once the context runs: read it for the first batch only.
-            self._read_settings = read_settings(self._sc, self._executor_params, self._use_cache)
+            self._read_settings = read_settings(self._conf, self._executor_params, self._use_cache)
         return build_kafka_rdd(self._sc, self._executor_params, list(ranges), hosts,
                                settings=self._read_settings)
 

@@ -81,16 +81,17 @@ def read_settings(
     use_cache: bool | None = None,
     poll_timeout_ms: int | None = None,
 ) -> ReadSettings:
-    """Read the executor settings from ``sc``'s configuration (workers have no SparkConf).
+    """Read the executor settings on the driver (workers have no SparkConf).
 
-    ``use_cache=None`` takes ``spark.streaming.kafka.consumer.cache.enabled``;
+    ``sc`` is a SparkContext (its live SparkConf is read) or the conf object itself: a
+    direct stream passes the conf it reads its own settings from, so one stream reads one
+    conf. ``use_cache=None`` takes ``spark.streaming.kafka.consumer.cache.enabled``;
     ``poll_timeout_ms=None`` takes ``spark.streaming.kafka.consumer.poll.ms`` (else
     ``spark.network.timeout``). The consumer backend
     (``spark.streaming.kafka.consumer.backend``) is checked here, on the driver: selecting
     confluent-kafka without the package raises
     :class:`~dstream_kafka.errors.MissingDependencyError` before any job runs.
     """
-    # The context's live SparkConf, the object a stream reads its settings from too.
     conf = SparkConfReader(live_conf(sc))
     backend = conf.consumer_backend
     check_backend(backend, executor_params)
