@@ -89,6 +89,8 @@ class StreamingContext:
         #: Whether SIGTERM stops gracefully: ``spark.streaming.stopGracefullyOnShutdown``
         #: (default false, as Spark: SIGTERM then stops at once, queued batches dropped).
         self.stop_gracefully_on_shutdown: bool = conf.stop_gracefully_on_shutdown
+        #: ``spark.streaming.concurrentJobs``: batches whose output operations run at once.
+        self._concurrent_jobs = conf.concurrent_jobs
 
     # -- properties --------------------------------------------------------------------
 
@@ -294,7 +296,8 @@ class StreamingContext:
         scheduler = JobScheduler(
             self._batch_ms, self.graph.generate, self._complete_batch, self._fail_batch,
             self._on_fatal, self._bus, int(self.graceful_stop_timeout * 1000),
-            set_job_description=self._sc.setJobDescription)
+            set_job_description=self._sc.setJobDescription,
+            concurrent_jobs=self._concurrent_jobs)
         return scheduler, start
 
     def stop(self, stopSparkContext: bool = True, stopGraceFully: bool = False) -> None:

@@ -7,8 +7,11 @@ Threads
   It also finishes each batch: checkpoint, input streams' ``on_batch_completed`` /
   ``on_batch_failed`` hooks, clearing old RDDs. Generation and completion therefore never
   run concurrently, and a batch's completion work ends before the next batch starts.
-* **job thread** (``dstream-jobs``): runs the output operations of one batch at a time,
-  in registration order (Spark's ``spark.streaming.concurrentJobs = 1``).
+* **job threads** (``dstream-jobs``): ``spark.streaming.concurrentJobs`` of them (default
+  1) each run the output operations of one batch, in registration order; so with the
+  default one batch runs at a time. With more, consecutive batches run at once but still
+  complete in batch-time order, and once a batch fails no later batch completes (its
+  offsets are never committed past the failed one).
 * **listener bus** (see :mod:`.listener`): delivers events.
 
 Batch times come from :mod:`.clock`: multiples of the batch interval since the epoch, as
@@ -110,6 +113,9 @@ class JobScheduler:
         Receives the batch and output-operation events.
     graceful_timeout_ms : int
         How long a graceful stop waits for queued batches before it drops the rest.
+    concurrent_jobs : int
+        ``spark.streaming.concurrentJobs``: how many batches run their output operations at
+        once (default 1).
     set_job_description : callable, optional
         Called on the job thread before each output operation with a description for the
         Spark UI.
@@ -123,7 +129,7 @@ class JobScheduler:
                  on_fatal: Callable[[BaseException], None], bus: ListenerBus,
                  graceful_timeout_ms: int,
                  set_job_description: Callable[[str], None] | None = None,
-                 clock: Callable[[], int] = now_ms) -> None:
+                 clock: Callable[[], int] = now_ms, concurrent_jobs: int = 1) -> None:
         self._batch_ms = batch_ms
         self._generate_fn = generate
         self._complete_fn = complete
@@ -137,22 +143,27 @@ class JobScheduler:
         self._jobs: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
         self._interrupt = threading.Event()
         self._scheduler_thread: threading.Thread | None = None
-        self._job_thread: threading.Thread | None = None
+        self._job_threads: list[threading.Thread] = []
+        self._concurrent_jobs = max(1, concurrent_jobs)
         self.next_batch_time: int | None = None
 
     @property
     def threads(self) -> tuple[threading.Thread, ...]:
         """The engine threads (a stop requested from one of them must not join it)."""
-        return tuple(t for t in (self._scheduler_thread, self._job_thread) if t is not None)
+        scheduler = () if self._scheduler_thread is None else (self._scheduler_thread,)
+        return scheduler + tuple(self._job_threads)
 
     def start(self, first_time: int) -> None:
         """Start both threads; the first batch is generated at ``first_time``."""
         self.next_batch_time = first_time
-        self._job_thread = threading.Thread(target=self._run_jobs, name="dstream-jobs",
-                                            daemon=True)
+        self._job_threads = [
+            threading.Thread(target=self._run_jobs, name="dstream-jobs", daemon=True)
+            for _ in range(self._concurrent_jobs)
+        ]
         self._scheduler_thread = threading.Thread(target=self._run_scheduler,
                                                   name="dstream-scheduler", daemon=True)
-        self._job_thread.start()
+        for thread in self._job_threads:
+            thread.start()
         self._scheduler_thread.start()
 
     def stop(self, graceful: bool) -> None:
@@ -173,7 +184,11 @@ class JobScheduler:
 
     def _run_scheduler(self) -> None:
         pending: collections.deque[_Batch] = collections.deque()
-        running: _Batch | None = None
+        # Batches handed to the job threads, oldest first; each completes only after every
+        # older one did, so completion (commits) stays in batch-time order.
+        running: collections.deque[_Batch] = collections.deque()
+        processed: set[int] = set()  # times of running batches whose jobs are done
+        failed = False
         ticking = True
         deadline: int | None = None
         assert self.next_batch_time is not None
@@ -189,10 +204,10 @@ class JobScheduler:
                         self._interrupt.set()
                         break
                     pending.append(batch)
-            if running is None and pending:
-                running = pending.popleft()
-                self._jobs.put(running)
-            if not ticking and running is None:
+            while len(running) < self._concurrent_jobs and pending:
+                running.append(pending.popleft())
+                self._jobs.put(running[-1])
+            if not ticking and not running:
                 break
             if deadline is not None and self._clock() >= deadline:
                 log.warning("Graceful stop timed out; dropping %d queued batches", len(pending))
@@ -211,14 +226,21 @@ class JobScheduler:
                 else:
                     pending.clear()
             elif kind == "done":
-                running = None
-                if not self._finish(payload):
-                    ticking = False
-                    pending.clear()
-                    self._interrupt.set()
-        self._jobs.put(None)
-        if self._job_thread is not None:
-            self._job_thread.join()
+                processed.add(payload.time)
+                while running and running[0].time in processed:
+                    batch = running.popleft()
+                    processed.discard(batch.time)
+                    if failed:
+                        continue  # a later batch never completes past a failed one
+                    if not self._finish(batch):
+                        failed = True
+                        ticking = False
+                        pending.clear()
+                        self._interrupt.set()
+        for _ in self._job_threads:
+            self._jobs.put(None)
+        for thread in self._job_threads:
+            thread.join()
 
     def _wait_seconds(self, ticking: bool, deadline: int | None) -> float | None:
         targets = []
