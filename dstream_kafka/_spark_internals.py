@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from py4j.protocol import Py4JError
@@ -133,7 +133,7 @@ def located_source(
     jvm = sc._jvm
     if not elements:
         return sc._jsc.emptyRDD()
-    pickler = CPickleSerializer()
+    dumps: Callable[[object], bytes] = CPickleSerializer().dumps
     to_seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq
     pairs = jvm.java.util.ArrayList()
     host_seqs: dict[str | None, Any] = {}  # one JVM Seq per distinct location (few executors)
@@ -145,7 +145,7 @@ def located_source(
             if location:
                 hosts.add(location)
             hosts = host_seqs[location] = to_seq(hosts)
-        pairs.add(tuple2(bytearray(pickler.dumps(element)), hosts))
+        pairs.add(tuple2(bytearray(dumps(element)), hosts))
     byte_array = jvm.scala.reflect.ClassTag.apply(jvm.java.lang.Class.forName("[B"))
     return sc._jsc.sc().makeRDD(to_seq(pairs), byte_array).toJavaRDD()
 

@@ -215,7 +215,7 @@ def _located_source(
     return jrdd
 
 
-class KafkaRDD(PipelinedRDD):
+class KafkaRDD(PipelinedRDD[tuple[int, str, int], ConsumerRecord]):
     """An RDD of :class:`~dstream_kafka.record.ConsumerRecord`, one partition per offset range.
 
     Use :func:`~dstream_kafka.kafka_utils.KafkaUtils.createRDD` (or :func:`build_kafka_rdd`)

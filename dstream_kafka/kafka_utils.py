@@ -25,7 +25,7 @@ from dstream_kafka.config import PYSPARK_PYTHON, SparkConfReader
 from dstream_kafka.kafka_rdd import KafkaRDD, read_settings
 from dstream_kafka.offset_reader import offset_reader
 from dstream_kafka.offset_resolution import normalize_options, resolve_offset_ranges
-from dstream_kafka.offsets import OffsetRange
+from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.placement import (
     LocationStrategy,
     PreferBrokers,
@@ -84,7 +84,9 @@ def _check_worker_python(sc: Any) -> None:
     )
 
 
-def _check_strategy(strategy: Any, ranges: Sequence[OffsetRange]) -> dict:
+def _check_strategy(
+    strategy: Any, ranges: Sequence[OffsetRange]
+) -> dict[TopicPartition, str | None]:
     if not isinstance(strategy, LocationStrategy):
         raise ConfigurationError(
             "locationStrategy must be one of LocationStrategies.PreferConsistent, PreferBrokers or "

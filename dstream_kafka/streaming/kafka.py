@@ -191,7 +191,7 @@ class KafkaUtils:
                         [OffsetRange._from_kafka010(r) for r in ranges])
 
 
-class KafkaRDD(PipelinedRDD):
+class KafkaRDD(PipelinedRDD[Any, Any]):
     """An RDD of a 0-8 stream or ``createRDD``: decoded elements and ``offsetRanges()``.
 
     Transformations of it return plain RDDs, as in 2.4.
