@@ -1,4 +1,5 @@
-"""Location strategies and the hashing that places a Kafka partition on an executor.
+"""Location strategies, the executor lookup, and the hashing that places a Kafka partition
+on an executor.
 
 The strategy set is closed, as in Spark's sealed ``LocationStrategy``: ``PreferConsistent``
 and ``PreferBrokers`` are singletons and ``PreferFixed`` compares by its host map. Users
