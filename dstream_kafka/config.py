@@ -28,6 +28,7 @@ __all__ = [
     "CONSUMER_CACHE_MAX_CAPACITY",
     "CONSUMER_POLL_MS",
     "DEFAULTS",
+    "GRACEFUL_STOP_TIMEOUT",
     "MAX_RATE_PER_PARTITION",
     "MAX_RETRIES",
     "MIN_RATE_PER_PARTITION",
@@ -36,6 +37,7 @@ __all__ = [
     "PID_INTEGRAL",
     "PID_MIN_RATE",
     "PID_PROPORTIONAL",
+    "PYSPARK_PYTHON",
     "RATE_ESTIMATOR",
     "STOP_GRACEFULLY_ON_SHUTDOWN",
     "SparkConfReader",
@@ -62,8 +64,12 @@ PID_PROPORTIONAL = "spark.streaming.backpressure.pid.proportional"
 PID_INTEGRAL = "spark.streaming.backpressure.pid.integral"
 PID_DERIVED = "spark.streaming.backpressure.pid.derived"
 PID_MIN_RATE = "spark.streaming.backpressure.pid.minRate"
+# Streaming engine (streaming/context.py): SIGTERM, graceful stop and job concurrency.
 STOP_GRACEFULLY_ON_SHUTDOWN = "spark.streaming.stopGracefullyOnShutdown"
+GRACEFUL_STOP_TIMEOUT = "spark.streaming.gracefulStopTimeout"
 CONCURRENT_JOBS = "spark.streaming.concurrentJobs"
+#: The interpreter of Python workers (else ``PYSPARK_PYTHON``); checked by ``KafkaUtils``.
+PYSPARK_PYTHON = "spark.pyspark.python"
 # Spark core
 NETWORK_TIMEOUT = "spark.network.timeout"
 # dstream_kafka's own: which Python Kafka client executors and the driver use.
@@ -90,7 +96,9 @@ DEFAULTS: Mapping[str, str | None] = {
     PID_DERIVED: "0.0",
     PID_MIN_RATE: "100",
     STOP_GRACEFULLY_ON_SHUTDOWN: "false",
+    GRACEFUL_STOP_TIMEOUT: None,  # unset: 10 batch intervals
     CONCURRENT_JOBS: "1",
+    PYSPARK_PYTHON: None,  # unset: PYSPARK_PYTHON, else python3
     NETWORK_TIMEOUT: "120s",
     CONSUMER_BACKEND: "kafka-python",
 }
@@ -373,6 +381,14 @@ class SparkConfReader:
     def stop_gracefully_on_shutdown(self) -> bool:
         """``spark.streaming.stopGracefullyOnShutdown`` (default false)."""
         return self.get_bool(STOP_GRACEFULLY_ON_SHUTDOWN)
+
+    @property
+    def graceful_stop_timeout_ms(self) -> int | None:
+        """``spark.streaming.gracefulStopTimeout`` in ms, or None when unset (a graceful stop
+        then waits 10 batch intervals)."""
+        if self.get_raw(GRACEFUL_STOP_TIMEOUT) is None:
+            return None
+        return self.get_time_ms(GRACEFUL_STOP_TIMEOUT)
 
     @property
     def concurrent_jobs(self) -> int:

@@ -17,31 +17,29 @@ import collections
 import itertools
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Callable, NamedTuple
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, NamedTuple, cast
 
-from pyspark.core.rdd import PipelinedRDD, RDD
-from pyspark.serializers import CPickleSerializer
-
+from dstream_kafka._spark_internals import (
+    PipelinedRDD,
+    live_conf,
+    located_source,
+    python_rdd,
+    source_preferred_locations,
+)
 from dstream_kafka.backends import DEFAULT_BACKEND, check_backend
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.consumer_cache import CacheKey, CacheSettings, acquire
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.kafka_params import params_fingerprint
 from dstream_kafka.offsets import OffsetRange, TopicPartition
-from dstream_kafka.placement import (
-    ExecutorLocation,
-    preferred_location,
-    sort_executors,
-)
+from dstream_kafka.placement import preferred_locations_for
 from dstream_kafka.record import ConsumerRecord
 
 __all__ = [
     "KafkaRDD",
     "ReadSettings",
     "build_kafka_rdd",
-    "executor_locations",
-    "preferred_locations_for",
     "read_range",
     "read_settings",
 ]
@@ -83,18 +81,18 @@ def read_settings(
     use_cache: bool | None = None,
     poll_timeout_ms: int | None = None,
 ) -> ReadSettings:
-    """Read the executor settings from ``sc``'s configuration (workers have no SparkConf).
+    """Read the executor settings on the driver (workers have no SparkConf).
 
-    ``use_cache=None`` takes ``spark.streaming.kafka.consumer.cache.enabled``;
+    ``sc`` is a SparkContext (its live SparkConf is read) or the conf object itself: a
+    direct stream passes the conf it reads its own settings from, so one stream reads one
+    conf. ``use_cache=None`` takes ``spark.streaming.kafka.consumer.cache.enabled``;
     ``poll_timeout_ms=None`` takes ``spark.streaming.kafka.consumer.poll.ms`` (else
     ``spark.network.timeout``). The consumer backend
     (``spark.streaming.kafka.consumer.backend``) is checked here, on the driver: selecting
     confluent-kafka without the package raises
     :class:`~dstream_kafka.errors.MissingDependencyError` before any job runs.
     """
-    # The context's live SparkConf: each key read is one or two JVM calls, where getConf()
-    # would first copy every key of the configuration through the gateway.
-    conf = SparkConfReader(getattr(sc, "_conf", None) or sc)
+    conf = SparkConfReader(live_conf(sc))
     backend = conf.consumer_backend
     check_backend(backend, executor_params)
     cache = CacheSettings(
@@ -121,7 +119,7 @@ def read_settings(
 
 def read_range(
     descriptor: Sequence[Any], kafka_config: Mapping[str, Any], settings: ReadSettings
-) -> Iterator[ConsumerRecord]:
+) -> Generator[ConsumerRecord, None, None]:
     """Yield the records of one range descriptor ``(index, topic, partition, from, until)``.
 
     An empty range acquires no consumer. The consumer is released when the iteration ends,
@@ -144,24 +142,24 @@ def read_range(
         )
 
 
-class _ChainedReaders(itertools.chain):  # type: ignore[type-arg]
+class _ChainedReaders(itertools.chain[ConsumerRecord]):
     """The records of several range readers, chained in C; :meth:`close` closes them all.
 
     A reader acquires its consumer when its first record is requested and releases it when
     it ends or is closed, so closing early (``take``) gives the consumer back at once.
     """
 
-    readers: list[Iterator[ConsumerRecord]]
+    readers: list[Generator[ConsumerRecord, None, None]]
 
     @classmethod
-    def of(cls, readers: list[Iterator[ConsumerRecord]]) -> _ChainedReaders:
-        chained = cls.from_iterable(readers)
+    def of(cls, readers: list[Generator[ConsumerRecord, None, None]]) -> _ChainedReaders:
+        chained = cast(_ChainedReaders, cls.from_iterable(readers))  # from_iterable builds a cls
         chained.readers = readers
         return chained
 
     def close(self) -> None:
         for reader in self.readers:
-            reader.close()  # type: ignore[attr-defined]
+            reader.close()
 
 
 def _partition_reader(
@@ -182,50 +180,6 @@ def _partition_reader(
         return _ChainedReaders.of(readers)
 
     return read_partition
-
-
-def executor_locations(sc: Any) -> list[ExecutorLocation]:
-    """Return the executors tasks can run on, in Spark's placement order.
-
-    Read from the driver's status store. The driver counts only in local mode, where it is
-    the executor (id ``driver``); elsewhere it runs no tasks.
-    """
-    try:
-        summaries = sc._jsc.sc().statusStore().executorList(True)
-        found = []
-        for i in range(summaries.length()):
-            summary = summaries.apply(i)
-            host = str(summary.hostPort()).rsplit(":", 1)[0].strip("[]")
-            found.append(ExecutorLocation(host, str(summary.id())))
-    except Exception:  # py4j errors: an unreachable JVM gives no preferences, not a failure
-        return []
-    executors = [e for e in found if e.executorId != "driver"]
-    if (
-        not executors
-        and str(sc.master).startswith("local")
-        and not str(sc.master).startswith("local-cluster")
-    ):
-        executors = [e for e in found if e.executorId == "driver"]
-    return sort_executors(executors)
-
-
-def preferred_locations_for(
-    sc: Any,
-    ranges: Sequence[OffsetRange],
-    preferred_hosts: Mapping[TopicPartition, str | None] | None = None,
-    executors: Sequence[ExecutorLocation] | None = None,
-) -> list[str | None]:
-    """Return the preferred executor location string of each range (``None``: no preference).
-
-    Spark's ``KafkaRDD.getPreferredLocations``: executors on the preferred host when there
-    are any, else all executors; ``floorMod(tp.hashCode, n)`` picks one.
-    """
-    execs = sort_executors(executors) if executors is not None else executor_locations(sc)
-    hosts = preferred_hosts or {}
-    return [
-        preferred_location(r.topicPartition(), execs, hosts.get(r.topicPartition()), presorted=True)
-        for r in ranges
-    ]
 
 
 #: Located source RDDs kept per SparkContext (a stream reuses one while its partitions and
@@ -253,7 +207,7 @@ def _located_source(
         if jrdd is not None:
             cached.move_to_end(key)
             return jrdd
-    jrdd = _build_located_jrdd(sc, [(i, t, p) for i, (t, p) in enumerate(partitions)], locations)
+    jrdd = located_source(sc, [(i, t, p) for i, (t, p) in enumerate(partitions)], locations)
     with _sources_lock:
         cached[key] = jrdd
         while len(cached) > SOURCE_CACHE_SIZE:
@@ -261,31 +215,7 @@ def _located_source(
     return jrdd
 
 
-def _build_located_jrdd(
-    sc: Any, elements: Sequence[tuple[Any, ...]], locations: Sequence[str | None]
-) -> Any:
-    jvm = sc._jvm
-    if not elements:
-        return sc._jsc.emptyRDD()
-    pickler = CPickleSerializer()
-    to_seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq
-    pairs = jvm.java.util.ArrayList()
-    host_seqs: dict[str | None, Any] = {}  # one JVM Seq per distinct location (few executors)
-    tuple2 = jvm.scala.Tuple2
-    for element, location in zip(elements, locations):
-        hosts = host_seqs.get(location)
-        if hosts is None:
-            hosts = jvm.java.util.ArrayList()
-            if location:
-                hosts.add(location)
-            hosts = host_seqs[location] = to_seq(hosts)
-        pairs.add(tuple2(bytearray(pickler.dumps(element)), hosts))
-    byte_array = jvm.scala.reflect.ClassTag.apply(jvm.java.lang.Class.forName("[B"))
-    # makeRDD puts element i alone in partition i and records its preferred locations.
-    return sc._jsc.sc().makeRDD(to_seq(pairs), byte_array).toJavaRDD()
-
-
-class KafkaRDD(PipelinedRDD):
+class KafkaRDD(PipelinedRDD[tuple[int, str, int], ConsumerRecord]):
     """An RDD of :class:`~dstream_kafka.record.ConsumerRecord`, one partition per offset range.
 
     Use :func:`~dstream_kafka.kafka_utils.KafkaUtils.createRDD` (or :func:`build_kafka_rdd`)
@@ -340,10 +270,9 @@ class KafkaRDD(PipelinedRDD):
             (i, r.topic, r.partition, r.fromOffset, r.untilOffset) for i, r in enumerate(ranges)
         ]
         self._source_jrdd = _located_source(sc, [(r.topic, r.partition) for r in ranges], locations)
-        source = RDD(self._source_jrdd, sc, CPickleSerializer())
+        source = python_rdd(self._source_jrdd, sc)
         super().__init__(source, _partition_reader(dict(kafka_config), settings, descriptors), True)
         self._offset_ranges = ranges
-        self._locations = list(locations)
         self._settings = settings
         self._lost_ranges: list[OffsetRange] = []
 
@@ -397,9 +326,7 @@ class KafkaRDD(PipelinedRDD):
 
     def preferredLocations(self, split: int) -> list[str]:
         """Return the Spark preferred locations of partition ``split`` (read from the JVM)."""
-        source = self._source_jrdd.rdd()
-        locations = source.preferredLocations(source.partitions()[split])  # a Scala Seq
-        return [str(locations.apply(i)) for i in range(locations.length())]
+        return source_preferred_locations(self._source_jrdd, split)
 
     @property
     def readSettings(self) -> ReadSettings:

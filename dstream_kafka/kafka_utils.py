@@ -7,28 +7,44 @@ fails with one clear error and no Spark job runs.
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dstream_kafka.errors import ConfigurationError, DataLossError
 from dstream_kafka.kafka_params import fix_kafka_params
-from dstream_kafka.kafka_rdd import (
-    KafkaRDD,
-    executor_locations,
-    preferred_locations_for,
-    read_settings,
+from dstream_kafka._spark_internals import (
+    is_active_context,
+    live_conf,
+    worker_python,
+    worker_python_imports,
 )
+from dstream_kafka.config import PYSPARK_PYTHON, SparkConfReader
+from dstream_kafka.kafka_rdd import KafkaRDD, read_settings
 from dstream_kafka.offset_reader import offset_reader
 from dstream_kafka.offset_resolution import normalize_options, resolve_offset_ranges
-from dstream_kafka.offsets import OffsetRange
+from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.placement import (
     LocationStrategy,
     PreferBrokers,
     PreferConsistent,
     executor_location_string,
+    executor_locations,
     preferred_hosts_for,
+    preferred_locations_for,
 )
 from dstream_kafka.range_calculator import split_ranges
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+    from dstream_kafka.consumer_strategy import ConsumerStrategy
+    from dstream_kafka.direct_stream import DirectKafkaInputDStream
+    from dstream_kafka.rate import PerPartitionConfig
+    from dstream_kafka.stores.base import OffsetStore
+    from dstream_kafka.streaming.context import StreamingContext
 
 __all__ = ["KafkaUtils"]
 
@@ -36,14 +52,41 @@ log = logging.getLogger(__name__)
 
 
 def _check_context(sc: Any) -> None:
-    if getattr(sc, "_jsc", None) is None:
+    if not is_active_context(sc):
         raise ConfigurationError(
             f"sc must be an active SparkContext, got {type(sc).__name__}; "
             "use SparkContext.getOrCreate()"
         )
+    _check_worker_python(sc)
 
 
-def _check_strategy(strategy: Any, ranges: Sequence[OffsetRange]) -> dict:
+def _check_worker_python(sc: Any) -> None:
+    """Refuse a local master whose Python workers cannot import dstream_kafka.
+
+    Workers run ``spark.pyspark.python``, else ``PYSPARK_PYTHON`` (``python3`` when unset),
+    not necessarily this driver's interpreter; without dstream_kafka every task would fail
+    with an import error on the executor. Only local masters are checked: their workers run
+    on this machine. The answer is cached per interpreter (one ``python -c`` the first time).
+    """
+    if not str(sc.master).startswith("local"):
+        return
+    python = SparkConfReader(live_conf(sc)).get_raw(PYSPARK_PYTHON) or worker_python(sc)
+    resolved = shutil.which(python) or python
+    if os.path.realpath(resolved) == os.path.realpath(sys.executable):
+        return
+    if worker_python_imports(resolved, "dstream_kafka"):
+        return
+    raise ConfigurationError(
+        f"Spark starts its Python workers with {python!r}, which cannot import dstream_kafka "
+        f"(this driver runs {sys.executable}). Set PYSPARK_PYTHON={sys.executable} (or "
+        f"spark.pyspark.python) before the SparkContext is created, or install dstream_kafka "
+        f"for {python!r}"
+    )
+
+
+def _check_strategy(
+    strategy: Any, ranges: Sequence[OffsetRange]
+) -> dict[TopicPartition, str | None]:
     if not isinstance(strategy, LocationStrategy):
         raise ConfigurationError(
             "locationStrategy must be one of LocationStrategies.PreferConsistent, PreferBrokers or "
@@ -93,7 +136,7 @@ class KafkaUtils:
 
     @staticmethod
     def createRDD(
-        sc: Any,
+        sc: SparkContext,
         kafkaParams: Mapping[str, Any],
         offsetRanges: Sequence[OffsetRange],
         locationStrategy: LocationStrategy = PreferConsistent,
@@ -153,7 +196,7 @@ class KafkaUtils:
 
     @staticmethod
     def createRDDFromOptions(
-        sc: Any,
+        sc: SparkContext,
         kafkaParams: Mapping[str, Any],
         options: Mapping[str, Any] | None = None,
         locationStrategy: LocationStrategy = PreferConsistent,
@@ -222,10 +265,12 @@ class KafkaUtils:
         return rdd
 
     @staticmethod
-    def createDirectStream(ssc: Any, locationStrategy: LocationStrategy, consumerStrategy: Any,
-                           perPartitionConfig: Any = None, *, offsetStore: Any = None,
+    def createDirectStream(ssc: StreamingContext, locationStrategy: LocationStrategy,
+                           consumerStrategy: ConsumerStrategy,
+                           perPartitionConfig: PerPartitionConfig | None = None, *,
+                           offsetStore: OffsetStore | None = None,
                            maxOffsetsPerTrigger: int | None = None,
-                           failOnDataLoss: bool = True) -> Any:
+                           failOnDataLoss: bool = True) -> DirectKafkaInputDStream:
         """Create a direct stream: one :class:`KafkaRDD` per batch, one partition per Kafka partition.
 
         Each batch reads ``[committed offset, latest offset)`` of every partition the consumer
@@ -261,7 +306,10 @@ class KafkaUtils:
             ``transaction(batch_time)``, ``lastProgress`` and ``recentProgress``.
         """
         from dstream_kafka.direct_stream import DirectKafkaInputDStream
+        from dstream_kafka.streaming.context import StreamingContext
 
+        if isinstance(ssc, StreamingContext) and is_active_context(ssc.sparkContext):
+            _check_worker_python(ssc.sparkContext)
         return DirectKafkaInputDStream(ssc, locationStrategy, consumerStrategy, perPartitionConfig,
                                        offsetStore=offsetStore, maxOffsetsPerTrigger=maxOffsetsPerTrigger,
                                        failOnDataLoss=failOnDataLoss)

@@ -1,4 +1,5 @@
-"""Location strategies and the hashing that places a Kafka partition on an executor.
+"""Location strategies, the executor lookup, and the hashing that places a Kafka partition
+on an executor.
 
 The strategy set is closed, as in Spark's sealed ``LocationStrategy``: ``PreferConsistent``
 and ``PreferBrokers`` are singletons and ``PreferFixed`` compares by its host map. Users
@@ -11,12 +12,12 @@ preference, never a requirement.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from dstream_kafka.errors import ConfigurationError
-from dstream_kafka.offsets import TopicPartition, as_topic_partition
+from dstream_kafka.offsets import OffsetRange, TopicPartition, as_topic_partition
 
 __all__ = [
     "ExecutorLocation",
@@ -26,8 +27,10 @@ __all__ = [
     "PreferConsistent",
     "PreferFixed",
     "executor_location_string",
+    "executor_locations",
     "preferred_hosts_for",
     "preferred_location",
+    "preferred_locations_for",
     "sort_executors",
 ]
 
@@ -261,3 +264,40 @@ def preferred_hosts_for(
         f"Unknown location strategy {strategy!r}; use LocationStrategies.PreferConsistent, "
         "LocationStrategies.PreferBrokers or LocationStrategies.PreferFixed(hostMap)"
     )
+
+
+def executor_locations(sc: Any) -> list[ExecutorLocation]:
+    """Return the executors tasks can run on, in Spark's placement order.
+
+    Read from the driver's status store; a JVM that cannot answer gives no executors (no
+    preferences, not a failure). The driver counts only in local mode, where it is the
+    executor (id ``driver``); elsewhere it runs no tasks.
+    """
+    from dstream_kafka._spark_internals import executor_list
+
+    found = [ExecutorLocation(host, executor_id) for host, executor_id in executor_list(sc)]
+    executors = [e for e in found if e.executorId != "driver"]
+    master = str(sc.master)
+    if not executors and master.startswith("local") and not master.startswith("local-cluster"):
+        executors = [e for e in found if e.executorId == "driver"]
+    return sort_executors(executors)
+
+
+def preferred_locations_for(
+    sc: Any,
+    ranges: Sequence[OffsetRange],
+    preferred_hosts: Mapping[TopicPartition, str | None] | None = None,
+    executors: Sequence[ExecutorLocation] | None = None,
+) -> list[str | None]:
+    """Return the preferred executor location string of each range (``None``: no preference).
+
+    Spark's ``KafkaRDD.getPreferredLocations``: executors on the preferred host when there
+    are any, else all executors; ``floorMod(tp.hashCode, n)`` picks one. ``executors=None``
+    looks them up with :func:`executor_locations`.
+    """
+    execs = sort_executors(executors) if executors is not None else executor_locations(sc)
+    hosts = preferred_hosts or {}
+    return [
+        preferred_location(r.topicPartition(), execs, hosts.get(r.topicPartition()), presorted=True)
+        for r in ranges
+    ]

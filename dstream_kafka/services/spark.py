@@ -13,7 +13,7 @@ LOW_OVERHEAD_SETTINGS: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.python.unix.domain.socket.enabled": "true",
-    "spark.python.daemon.module": "dstream_kafka.services.frozen_daemon",
+    "spark.python.daemon.module": "dstream_kafka.daemon",
     "spark.python.worker.reuse": "true",
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",

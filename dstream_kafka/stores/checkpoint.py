@@ -54,7 +54,7 @@ from dstream_kafka.stores.records import (
     advance_offsets,
     utc_from_ms,
 )
-from dstream_kafka.stores.checkpoint_fs import CheckpointFileSystem, ChecksumMismatch, open_file_system
+from dstream_kafka.checkpoint_fs import CheckpointFileSystem, ChecksumMismatch, open_file_system
 
 __all__ = ["CheckpointOffsetStore", "FORMAT_VERSION"]
 

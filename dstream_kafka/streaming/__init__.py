@@ -19,7 +19,7 @@ from dstream_kafka.streaming.listener import (
     StreamInputInfo,
     Time,
 )
-from dstream_kafka.streaming.scheduler import (
+from dstream_kafka.streaming.clock import (
     datetime_to_ms,
     first_batch_time,
     ms_to_datetime,

@@ -17,7 +17,8 @@ Layout inside the checkpoint folder::
 
 The engine writes ``metadata`` and ``state/`` only and never touches ``offsets/`` or
 ``commits/``; input streams find those paths through ``InputDStream.checkpoint_layout``
-and may use :meth:`CheckpointFiles.write_text_atomic` for their own files.
+and may use :meth:`~dstream_kafka.checkpoint_fs.CheckpointFileSystem.replace` of
+:func:`checkpoint_files` for their own files.
 
 ``metadata`` fields: ``version``; ``batch_duration_ms``; ``zero_time_ms`` (the time grid);
 ``checkpoint_time_ms`` (the completed batch the checkpoint describes: state after it, input
@@ -45,13 +46,13 @@ checkpoint.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urlparse
 
+from dstream_kafka._spark_internals import default_filesystem
+from dstream_kafka.checkpoint_fs import CheckpointFileSystem, HadoopFileSystem, LocalFileSystem
 from dstream_kafka.errors import CorruptCheckpointError
 
 if TYPE_CHECKING:
@@ -59,10 +60,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT_VERSION",
-    "CheckpointFiles",
     "CheckpointLayout",
     "CheckpointMetadata",
     "StateCheckpointer",
+    "checkpoint_files",
 ]
 
 FORMAT_VERSION = 1
@@ -165,131 +166,27 @@ class CheckpointMetadata:
                 f"{where} is not a valid streaming checkpoint ({error}); delete the folder "
                 f"to start without recovery") from error
 
-    def saved_pairs(self) -> set[tuple[int, int]]:
-        """``{(stream id, time)}`` of every saved RDD this metadata references."""
-        return {(sid, t) for sid, times in self.rdds.items() for t in times}
 
+def checkpoint_files(sc: SparkContext | None, root: str) -> CheckpointFileSystem:
+    """Return the file layer of a streaming checkpoint folder.
 
-class CheckpointFiles:
-    """Minimal file operations on a local folder or, through Hadoop, any other file system.
-
-    A path without a scheme is local when Hadoop's ``fs.defaultFS`` is the local file
-    system (as in local mode); ``file:`` paths are always local.
+    ``file:`` URIs are local; other URIs go through Hadoop. A path without a scheme is local
+    when Hadoop's ``fs.defaultFS`` is the local file system (as in local mode).
     """
+    scheme = urlparse(root).scheme
+    if scheme == "file" or (
+        not scheme and (sc is None or default_filesystem(sc).startswith("file:"))
+    ):
+        return LocalFileSystem(root)
+    return HadoopFileSystem(root, sc)
 
-    def __init__(self, sc: SparkContext | None, root: str) -> None:
-        self._sc = sc
-        self.local = self._is_local(sc, root)
 
-    @staticmethod
-    def _is_local(sc: SparkContext | None, root: str) -> bool:
-        scheme = urlparse(root).scheme
-        if scheme == "file":
-            return True
-        if scheme:
-            return False
-        if sc is None:
-            return True
-        default_fs = sc._jsc.hadoopConfiguration().get("fs.defaultFS") or "file:///"
-        return str(default_fs).startswith("file:")
+def _tagged(time: int, record: Any) -> tuple[int, Any]:
+    return time, record
 
-    def uri(self, path: str) -> str:
-        """Return ``path`` in the form Spark's Hadoop readers and writers should get."""
-        if self.local:
-            return "file://" + os.path.abspath(self._local(path))
-        return path
 
-    @staticmethod
-    def _local(path: str) -> str:
-        return urlparse(path).path if path.startswith("file:") else path
-
-    def _hadoop(self, path: str) -> tuple[Any, Any]:
-        assert self._sc is not None and self._sc._jvm is not None
-        jpath = self._sc._jvm.org.apache.hadoop.fs.Path(path)
-        return jpath, jpath.getFileSystem(self._sc._jsc.hadoopConfiguration())
-
-    def exists(self, path: str) -> bool:
-        """Return whether ``path`` exists."""
-        if self.local:
-            return os.path.exists(self._local(path))
-        jpath, fs = self._hadoop(path)
-        return bool(fs.exists(jpath))
-
-    def read_text(self, path: str) -> str | None:
-        """Return the UTF-8 text of the file, or ``None`` when it does not exist."""
-        if self.local:
-            try:
-                with open(self._local(path), encoding="utf-8") as handle:
-                    return handle.read()
-            except FileNotFoundError:
-                return None
-        jpath, fs = self._hadoop(path)
-        if not fs.exists(jpath):
-            return None
-        stream = fs.open(jpath)
-        try:
-            assert self._sc is not None and self._sc._jvm is not None
-            data = self._sc._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
-        finally:
-            stream.close()
-        return bytes(data).decode("utf-8")
-
-    def write_text_atomic(self, path: str, text: str) -> None:
-        """Replace the file at ``path`` with ``text`` so readers see old or new, never half.
-
-        Local: write a temporary file, fsync, ``os.replace``. Hadoop file systems cannot
-        rename over a file, so there the old file is deleted just before the rename.
-        """
-        data = text.encode("utf-8")
-        if self.local:
-            target = self._local(path)
-            os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
-            temp = f"{target}.tmp-{uuid.uuid4().hex}"
-            with open(temp, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, target)
-            return
-        jpath, fs = self._hadoop(path)
-        temp_path, _ = self._hadoop(f"{path}.tmp-{uuid.uuid4().hex}")
-        out = fs.create(temp_path, True)
-        try:
-            out.write(bytearray(data))
-        finally:
-            out.close()
-        if fs.exists(jpath):
-            fs.delete(jpath, False)
-        if not fs.rename(temp_path, jpath):
-            raise OSError(f"could not rename {temp_path} to {path}")
-
-    def delete(self, path: str) -> None:
-        """Delete a file or folder recursively; a missing path is fine."""
-        if self.local:
-            shutil.rmtree(self._local(path), ignore_errors=True)
-            return
-        jpath, fs = self._hadoop(path)
-        fs.delete(jpath, True)
-
-    def list_dir(self, path: str) -> list[str]:
-        """Return the names in folder ``path`` (empty when it does not exist)."""
-        if self.local:
-            try:
-                return sorted(os.listdir(self._local(path)))
-            except FileNotFoundError:
-                return []
-        jpath, fs = self._hadoop(path)
-        if not fs.exists(jpath):
-            return []
-        return sorted(str(status.getPath().getName()) for status in fs.listStatus(jpath))
-
-    def mkdirs(self, path: str) -> None:
-        """Create folder ``path`` and its parents."""
-        if self.local:
-            os.makedirs(self._local(path), exist_ok=True)
-            return
-        jpath, fs = self._hadoop(path)
-        fs.mkdirs(jpath)
+def _saved_at(time: int, pair: tuple[int, Any]) -> bool:
+    return pair[0] == time
 
 
 class StateCheckpointer:
@@ -304,7 +201,7 @@ class StateCheckpointer:
     def __init__(self, sc: SparkContext, root: str) -> None:
         self._sc = sc
         self.layout = CheckpointLayout(root)
-        self.files = CheckpointFiles(sc, root)
+        self.files = checkpoint_files(sc, root)
         self._previous_time: int | None = None
 
     def read_metadata(self) -> CheckpointMetadata | None:
@@ -329,7 +226,7 @@ class StateCheckpointer:
         """Save ``{time: rdd}`` of one stream into its folder for ``checkpoint_time``."""
         path = self.layout.state_path(stream_id, checkpoint_time)
         self.files.delete(path)  # an incomplete copy from a crash, or an earlier run's
-        tagged = [rdd.map(lambda record, t=t: (t, record)) for t, rdd in sorted(rdds.items())]
+        tagged = [rdd.map(partial(_tagged, t)) for t, rdd in sorted(rdds.items())]
         union = tagged[0] if len(tagged) == 1 else self._sc.union(tagged)
         union.saveAsPickleFile(self.files.uri(path))
 
@@ -350,8 +247,7 @@ class StateCheckpointer:
         loaded = self._sc.pickleFile(self.files.uri(path))
         if len(times) == 1:
             return {times[0]: loaded.map(lambda pair: pair[1])}
-        return {t: loaded.filter(lambda pair, t=t: pair[0] == t).map(lambda pair: pair[1])
-                for t in times}
+        return {t: loaded.filter(partial(_saved_at, t)).map(lambda pair: pair[1]) for t in times}
 
     def remember_restored(self, metadata: CheckpointMetadata) -> None:
         """Keep the recovered checkpoint's folders until a newer checkpoint replaces them."""

@@ -1,9 +1,10 @@
-"""StreamingContext: the entry point of a streaming application, and its stream graph.
+"""StreamingContext: the entry point of a streaming application.
 
 A context moves through three states, as Spark's: ``INITIALIZED`` (streams and output
 operations are added), ``ACTIVE`` (after :meth:`StreamingContext.start`; at most one
-context per process) and ``STOPPED`` (final). See :mod:`.scheduler` for how batches run and
-:mod:`.checkpoint_state` for what a checkpoint holds.
+context per process) and ``STOPPED`` (final). See :mod:`.graph` for the streams and how a
+batch is generated, :mod:`.scheduler` for how batches run and :mod:`.checkpoint_state` for
+what a checkpoint holds.
 """
 
 from __future__ import annotations
@@ -14,148 +15,31 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Sequence, TypeVar
 
-from pyspark import RDD, StorageLevel
+from pyspark import RDD
 
+from dstream_kafka._spark_internals import live_conf
+from dstream_kafka.config import SparkConfReader
 from dstream_kafka.errors import ConfigurationError, StreamingStateError
 from dstream_kafka.streaming.checkpoint_state import (CheckpointLayout, CheckpointMetadata,
                                                       StateCheckpointer)
-from dstream_kafka.streaming.dstream import (DStream, ForEachDStream, TransformedDStream,
-                                             _call_site)
+from dstream_kafka.streaming.clock import (first_batch_time, graceful_stop_timeout_ms, now_ms,
+                                           seconds_to_ms)
+from dstream_kafka.streaming.dstream import DStream, TransformedDStream, _call_site
 from dstream_kafka.streaming.input import InputDStream, QueueInputDStream
 from dstream_kafka.streaming.listener import (BatchInfo, ListenerBus, StreamingListener,
-                                              StreamingListenerStreamingStarted,
-                                              StreamInputInfo)
-from dstream_kafka.streaming.scheduler import (JobScheduler, OutputJob, first_batch_time,
-                                               graceful_stop_timeout_ms,
-                                               install_sigterm_handler, now_ms,
-                                               seconds_to_ms)
+                                              StreamingListenerStreamingStarted)
+from dstream_kafka.streaming.graph import _STOPPING, ACTIVE, INITIALIZED, STOPPED, DStreamGraph
+from dstream_kafka.streaming.scheduler import JobScheduler, install_sigterm_handler
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
-__all__ = ["StreamingContext", "DStreamGraph"]
+__all__ = ["StreamingContext", "DStreamGraph"]  # DStreamGraph: see .graph
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-INITIALIZED, ACTIVE, STOPPED = "INITIALIZED", "ACTIVE", "STOPPED"
-_STOPPING = "STOPPING"  # internal: reported as ACTIVE
-
-
-class DStreamGraph:
-    """All streams of one context, in creation order, and the per-batch generation.
-
-    ``streams[i].id == i``. ``input_streams`` and ``output_streams`` keep registration
-    order; output operation ids are indexes into ``output_streams``.
-    """
-
-    def __init__(self, ssc: StreamingContext) -> None:
-        self._ssc = ssc
-        #: Held while RDDs are generated or forgotten.
-        self.lock = threading.RLock()
-        self.streams: list[DStream[Any]] = []
-        self.input_streams: list[InputDStream[Any]] = []
-        self.output_streams: list[ForEachDStream] = []
-        #: Batch times are ``zero_time + k * batch``; set at start or by recovery.
-        self.zero_time = 0
-        #: The first batch time of this run (``None`` before start).
-        self.start_time: int | None = None
-        self.remember_ms: int | None = None
-        self.recovered: CheckpointMetadata | None = None
-        self._input_infos: dict[int, dict[int, StreamInputInfo]] = {}
-
-    @property
-    def batch_ms(self) -> int:
-        """The batch duration in milliseconds."""
-        return self._ssc._batch_ms
-
-    def register(self, stream: DStream[Any]) -> int:
-        """Add ``stream`` and return its id; only while the context is ``INITIALIZED``."""
-        state = self._ssc._state
-        if state != INITIALIZED:
-            verb = "starting" if state in (ACTIVE, _STOPPING) else "stopping"
-            raise StreamingStateError(
-                f"Adding new inputs, transformations, and output operations after {verb} a "
-                f"context is not supported")
-        self.streams.append(stream)
-        return len(self.streams) - 1
-
-    def add_input(self, stream: InputDStream[Any]) -> None:
-        """Register an input stream (called by ``InputDStream.__init__``)."""
-        self.input_streams.append(stream)
-
-    def add_output(self, stream: ForEachDStream) -> int:
-        """Register an output operation and return its id."""
-        self.output_streams.append(stream)
-        return len(self.output_streams) - 1
-
-    def validate(self, has_checkpoint_dir: bool) -> None:
-        """Refuse to start a graph that cannot run (Spark's messages)."""
-        if not self.output_streams:
-            raise StreamingStateError("No output operations registered, so nothing to execute")
-        for stream in self.streams:
-            if stream.requires_checkpoint_dir and not has_checkpoint_dir:
-                raise ConfigurationError(
-                    f"The checkpoint directory has not been set. Please set it by "
-                    f"StreamingContext.checkpoint(). ({stream!r} needs it.)")
-
-    def initialize(self, zero_time: int, start_time: int) -> None:
-        """Fix the time grid and give every stream its remember duration."""
-        self.zero_time, self.start_time = zero_time, start_time
-        for output in self.output_streams:
-            self._remember(output, self.remember_ms or 0)
-        for stream in self.streams:
-            stream._remember_ms = max(stream._remember_ms, stream._slide_ms)
-
-    def _remember(self, stream: DStream[Any], duration: int) -> None:
-        needed = max(duration, stream._slide_ms)
-        if needed <= stream._remember_ms:
-            return
-        stream._remember_ms = needed
-        for parent in stream._parents:
-            self._remember(parent, stream._parent_remember_ms())
-
-    def generate(self, time_ms: int) -> tuple[list[OutputJob], dict[int, StreamInputInfo]]:
-        """Compute every input stream, then build the output jobs of batch ``time_ms``."""
-        with self.lock:
-            for stream in self.input_streams:
-                stream._get_or_compute(time_ms)
-            jobs = [job for output in self.output_streams
-                    if (job := output.generate_job(time_ms)) is not None]
-            return jobs, self._input_infos.pop(time_ms, {})
-
-    def report_input_info(self, time_ms: int, info: StreamInputInfo) -> None:
-        """Store an input stream's record for batch ``time_ms``."""
-        with self.lock:
-            self._input_infos.setdefault(time_ms, {})[info.input_stream_id] = info
-
-    def clear(self, time_ms: int) -> None:
-        """Forget (and unpersist) RDDs no stream needs after batch ``time_ms``."""
-        with self.lock:
-            for stream in self.streams:
-                stream._clear_before(time_ms)
-            for stale in [t for t in self._input_infos if t <= time_ms]:
-                del self._input_infos[stale]
-
-    def durable_rdds(self, time_ms: int) -> dict[int, list[int]]:
-        """``{stream id: [times]}`` of the RDDs a checkpoint after ``time_ms`` must hold."""
-        result: dict[int, set[int]] = {}
-        with self.lock:
-            for stream in self.streams:
-                for owner, t in stream._durable_rdds(time_ms):
-                    result.setdefault(owner.id, set()).add(t)
-        return {sid: sorted(times) for sid, times in result.items()}
-
-    def state_checkpoint_ms(self) -> int | None:
-        """How often checkpoints save state: the shortest interval of the stateful
-        streams, or ``None`` without stateful streams (then every batch is checkpointed)."""
-        intervals = [s._state_checkpoint_ms() for s in self.streams if s._keeps_state]
-        return min(intervals) if intervals else None
-
-    def signatures(self) -> dict[int, dict[str, Any]]:
-        """``{id: {"kind", "slide_ms"}}``: what a checkpoint compares on recovery."""
-        return {s.id: {"kind": s._kind(), "slide_ms": s._slide_ms} for s in self.streams}
 
 
 class StreamingContext:
@@ -196,12 +80,17 @@ class StreamingContext:
         self._start_site = ""
         #: The last 100 completed batches' progress records, oldest first.
         self.completed_batches: deque[BatchInfo] = deque(maxlen=100)
-        conf = sparkContext.getConf().get("spark.streaming.gracefulStopTimeout")
+        conf = SparkConfReader(live_conf(sparkContext))  # every engine key, read here once
         #: Seconds a graceful stop waits for queued batches before dropping the rest:
         #: ``spark.streaming.gracefulStopTimeout``, else 10 batch intervals. Settable
         #: before ``start``.
         self.graceful_stop_timeout: float = graceful_stop_timeout_ms(
-            conf, self._batch_ms) / 1000.0
+            conf.graceful_stop_timeout_ms, self._batch_ms) / 1000.0
+        #: Whether SIGTERM stops gracefully: ``spark.streaming.stopGracefullyOnShutdown``
+        #: (default false, as Spark: SIGTERM then stops at once, queued batches dropped).
+        self.stop_gracefully_on_shutdown: bool = conf.stop_gracefully_on_shutdown
+        #: ``spark.streaming.concurrentJobs``: batches whose output operations run at once.
+        self._concurrent_jobs = conf.concurrent_jobs
 
     # -- properties --------------------------------------------------------------------
 
@@ -407,7 +296,8 @@ class StreamingContext:
         scheduler = JobScheduler(
             self._batch_ms, self.graph.generate, self._complete_batch, self._fail_batch,
             self._on_fatal, self._bus, int(self.graceful_stop_timeout * 1000),
-            set_job_description=self._sc.setJobDescription)
+            set_job_description=self._sc.setJobDescription,
+            concurrent_jobs=self._concurrent_jobs)
         return scheduler, start
 
     def stop(self, stopSparkContext: bool = True, stopGraceFully: bool = False) -> None:
@@ -472,7 +362,8 @@ class StreamingContext:
         return threads + ((bus_thread,) if bus_thread is not None else ())
 
     def _stop_on_sigterm(self) -> None:
-        self.stop(stopSparkContext=False, stopGraceFully=True)
+        # Spark's shutdown hook: stopSparkContext=false, graceful only when configured.
+        self.stop(stopSparkContext=False, stopGraceFully=self.stop_gracefully_on_shutdown)
 
     def awaitTermination(self, timeout: float | None = None) -> None:
         """Wait until the context stops (or ``timeout`` seconds pass).
@@ -539,54 +430,13 @@ class StreamingContext:
     def _write_checkpoint(self, time_ms: int, inputs: dict[int, Any],
                           force: bool = False) -> None:
         """Checkpoint batch ``time_ms`` if it is a checkpoint time (or ``force``)."""
-        checkpointer = self._checkpointer
-        assert checkpointer is not None
-        interval = self.graph.state_checkpoint_ms()
-        if not force and interval is not None and (time_ms - self.graph.zero_time) % interval:
-            return
-        durable = self.graph.durable_rdds(time_ms)
-        for sid, times in durable.items():
-            generated = self.graph.streams[sid]._generated
-            checkpointer.save_stream(sid, time_ms, {t: generated[t] for t in times})
-        metadata = CheckpointMetadata(
-            batch_duration_ms=self._batch_ms, zero_time_ms=self.graph.zero_time,
-            checkpoint_time_ms=time_ms, next_batch_time_ms=time_ms + self._batch_ms,
-            streams=self.graph.signatures(), rdds=durable, inputs=inputs,
-            written_at_ms=now_ms())
-        checkpointer.write_metadata(metadata)
-        checkpointer.prune(time_ms)
-        self._last_checkpoint_time = time_ms
+        assert self._checkpointer is not None
+        if self.graph.write_checkpoint(self._checkpointer, time_ms, inputs, force):
+            self._last_checkpoint_time = time_ms
 
     def _recover(self, metadata: CheckpointMetadata) -> None:
         assert self._checkpointer is not None
-        where = self._checkpointer.layout.metadata_path
-        if metadata.batch_duration_ms != self._batch_ms:
-            raise ConfigurationError(
-                f"{where} was written with a batch duration of {metadata.batch_duration_ms} ms, "
-                f"but the context has {self._batch_ms} ms; use the old batch duration or "
-                f"delete the checkpoint folder")
-        signatures = self.graph.signatures()
-        for sid in sorted(set(metadata.rdds) | set(metadata.inputs)):
-            saved, now = metadata.streams.get(sid), signatures.get(sid)
-            if saved is None or now is None or dict(saved) != now:
-                raise ConfigurationError(
-                    f"{where} does not match the streaming graph: stream {sid} was "
-                    f"{saved}, the setup function now creates {now}. Build the same streams "
-                    f"in the same order, or delete the checkpoint folder")
-        self.graph.zero_time = metadata.zero_time_ms
-        for sid, times in metadata.rdds.items():
-            stream = self.graph.streams[sid]
-            restored = self._checkpointer.load_stream(sid, metadata.checkpoint_time_ms, times)
-            for t, rdd in restored.items():
-                rdd.persist(StorageLevel.MEMORY_AND_DISK)
-                stream._owned.add(id(rdd))
-                stream._generated[t] = rdd
-        for sid, data in metadata.inputs.items():
-            stream = self.graph.streams[sid]
-            assert isinstance(stream, InputDStream)
-            stream.restore_checkpoint_data(data)
-        self._checkpointer.remember_restored(metadata)
-        self.graph.recovered = metadata
+        self.graph.recover(self._checkpointer, metadata)
 
     @staticmethod
     def _safe(call: Callable[[], Any], what: str) -> None:

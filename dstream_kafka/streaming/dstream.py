@@ -19,14 +19,15 @@ import sys
 from functools import partial
 from itertools import chain
 from typing import (TYPE_CHECKING, Any, Callable, Generic, Hashable, Iterable, Optional,
-                    Sequence, TypeVar, Union)
+                    Sequence, TypeVar, Union, cast)
 
 from pyspark import RDD, StorageLevel
-from pyspark.rdd import portable_hash
 
+from dstream_kafka._spark_internals import detached_rdd, portable_hash
 from dstream_kafka.errors import ConfigurationError, StreamingStateError
-from dstream_kafka.streaming.scheduler import (OutputJob, datetime_to_ms, is_valid_time,
-                                               ms_to_datetime, seconds_to_ms, slice_times)
+from dstream_kafka.streaming.clock import (datetime_to_ms, is_valid_time, ms_to_datetime,
+                                           seconds_to_ms, slice_times)
+from dstream_kafka.streaming.scheduler import OutputJob
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -100,7 +101,7 @@ def _detached(rdd: RDD[Any]) -> RDD[Any]:
     Stateful streams build each RDD from the previous one; without this the chain of
     Python RDD objects (and their closures) would grow by one link per batch.
     """
-    detached: RDD[Any] = RDD(rdd._jrdd, rdd.ctx, rdd._jrdd_deserializer)
+    detached = detached_rdd(rdd)
     detached.partitioner = rdd.partitioner
     detached.is_cached = True
     return detached
@@ -125,6 +126,9 @@ class DStream(Generic[T_co]):
     _keeps_state = False
     #: The stream needs ``StreamingContext.checkpoint`` to be set before start.
     requires_checkpoint_dir = False
+
+    _ssc: StreamingContext
+    _slide_ms: int
 
     def __init__(self, ssc: StreamingContext, parents: Sequence[DStream[Any]] = (),
                  slide_ms: int | None = None) -> None:
@@ -155,11 +159,6 @@ class DStream(Generic[T_co]):
         Called at most once per time, on the scheduler thread.
         """
         raise NotImplementedError
-
-    @property
-    def slide_duration_ms(self) -> int:
-        """Milliseconds between two RDDs of this stream."""
-        return self._slide_ms
 
     def _get_or_compute(self, time_ms: int) -> RDD[Any] | None:
         if time_ms in self._generated:
@@ -293,7 +292,7 @@ class DStream(Generic[T_co]):
 
     def reduce(self: DStream[T], func: Callable[[T, T], T]) -> DStream[T]:
         """Return a stream with one element per non-empty batch: the records reduced by func."""
-        return (self.map(lambda x: (None, x)).reduceByKey(func, 1)  # type: ignore[arg-type]
+        return (self.map(lambda x: (None, x)).reduceByKey(func, 1)
                 .map(lambda kv: kv[1]))
 
     def reduceByKey(self: DStream[tuple[K, V]], func: Callable[[V, V], V],
@@ -393,9 +392,10 @@ class DStream(Generic[T_co]):
         batches. ``time`` is the batch time as a local naive ``datetime``.
         """
         if takes_time(func, 1, "foreachRDD function"):
-            timed = func
+            timed = cast("Callable[[datetime, RDD[T]], None]", func)
         else:
-            timed = lambda _, rdd: func(rdd)  # noqa: E731
+            untimed = cast("Callable[[RDD[T]], None]", func)
+            timed = lambda _, rdd: untimed(rdd)  # noqa: E731
         self._output("foreachRDD", lambda t, rdd: timed(ms_to_datetime(t), rdd))
 
     def pprint(self, num: int = 10) -> None:
@@ -444,8 +444,10 @@ class DStream(Generic[T_co]):
         ``None`` for "no RDD this batch".
         """
         if takes_time(func, 1, "transform function"):
-            return self._new(lambda t, rdds: func(ms_to_datetime(t), rdds[0]))
-        return self._new(lambda t, rdds: func(rdds[0]))  # type: ignore[call-arg]
+            timed = cast("Callable[[datetime, RDD[Any]], Optional[RDD[U]]]", func)
+            return self._new(lambda t, rdds: timed(ms_to_datetime(t), rdds[0]))
+        untimed = cast("Callable[[RDD[Any]], Optional[RDD[U]]]", func)
+        return self._new(lambda t, rdds: untimed(rdds[0]))
 
     def transformWith(self: DStream[T], func: Union[Callable[[RDD[T], RDD[U]], RDD[V]],
                                                      Callable[[datetime, RDD[T], RDD[U]],
@@ -458,8 +460,10 @@ class DStream(Generic[T_co]):
         """
         self._check_same_slide(other, "the two DStream should have same slide duration")
         if takes_time(func, 2, "transformWith function"):
-            return self._new(lambda t, rdds: func(ms_to_datetime(t), *rdds), [self, other])
-        return self._new(lambda t, rdds: func(*rdds), [self, other])  # type: ignore[call-arg]
+            timed = cast("Callable[..., RDD[V]]", func)
+            return self._new(lambda t, rdds: timed(ms_to_datetime(t), *rdds), [self, other])
+        untimed = cast("Callable[..., RDD[V]]", func)
+        return self._new(lambda t, rdds: untimed(*rdds), [self, other])
 
     def union(self: DStream[T], other: DStream[U]) -> DStream[Union[T, U]]:
         """Return the union of this stream and ``other`` per batch."""
@@ -546,7 +550,7 @@ class DStream(Generic[T_co]):
                        slideDuration: float | None = None) -> DStream[T]:
         """Reduce all records of each window to one (see ``reduceByKeyAndWindow``)."""
         keyed = self.map(lambda x: (1, x))
-        reduced = keyed.reduceByKeyAndWindow(reduceFunc, invReduceFunc,  # type: ignore
+        reduced = keyed.reduceByKeyAndWindow(reduceFunc, invReduceFunc,
                                              windowDuration, slideDuration, 1)
         return reduced.map(lambda kv: kv[1])
 
@@ -561,7 +565,7 @@ class DStream(Generic[T_co]):
                               numPartitions: int | None = None) -> DStream[tuple[T, int]]:
         """Count each distinct record over each window; values that left it are dropped."""
         keyed = self.map(lambda x: (x, 1))
-        counted = keyed.reduceByKeyAndWindow(operator.add, operator.sub,  # type: ignore
+        counted = keyed.reduceByKeyAndWindow(operator.add, operator.sub,
                                              windowDuration, slideDuration, numPartitions)
         return counted.filter(lambda kv: kv[1] > 0)
 

@@ -16,11 +16,11 @@ see ``docs/porting.rst`` for what differs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from pyspark import RDD, StorageLevel
-from pyspark.core.rdd import PipelinedRDD
 
+from dstream_kafka._spark_internals import PipelinedRDD
 from dstream_kafka.kafka08 import (
     Broker,
     KafkaMessageAndMetadata,
@@ -33,10 +33,11 @@ from dstream_kafka.kafka08 import (
     translate_kafka_params,
     utf8_decoder,
 )
+from dstream_kafka.offsets import HasOffsetRanges
 from dstream_kafka.offsets import OffsetRange as OffsetRange010
+from dstream_kafka.streaming.clock import ms_to_datetime
 from dstream_kafka.streaming.context import StreamingContext
 from dstream_kafka.streaming.dstream import DStream, TransformedDStream, takes_time
-from dstream_kafka.streaming.scheduler import ms_to_datetime
 
 __all__ = ["Broker", "KafkaMessageAndMetadata", "KafkaUtils", "OffsetRange",
            "TopicAndPartition", "utf8_decoder"]
@@ -190,7 +191,7 @@ class KafkaUtils:
                         [OffsetRange._from_kafka010(r) for r in ranges])
 
 
-class KafkaRDD(PipelinedRDD):
+class KafkaRDD(PipelinedRDD[Any, Any]):
     """An RDD of a 0-8 stream or ``createRDD``: decoded elements and ``offsetRanges()``.
 
     Transformations of it return plain RDDs, as in 2.4.
@@ -224,7 +225,7 @@ class KafkaDStream(DStream[Any]):
         rdd = self._parents[0]._get_or_compute(time_ms)
         if rdd is None:
             return None
-        ranges = [OffsetRange._from_kafka010(r) for r in rdd.offsetRanges()]
+        ranges = [OffsetRange._from_kafka010(r) for r in cast(HasOffsetRanges, rdd).offsetRanges()]
         return KafkaRDD(rdd, self._convert, ranges)
 
     def transform(self, func: Callable[..., RDD[Any] | None]) -> KafkaTransformedDStream:

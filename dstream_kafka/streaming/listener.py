@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping
 
@@ -227,10 +227,6 @@ class BatchInfo:
     def num_records(self) -> int:
         """Sum of the input streams' reported record counts."""
         return sum(info.num_records for info in self.stream_id_to_input_info.values())
-
-    def with_changes(self, **changes: Any) -> BatchInfo:
-        """Return a copy with the given fields replaced."""
-        return replace(self, **changes)
 
     def batchTime(self) -> Time:
         """Return the batch time."""

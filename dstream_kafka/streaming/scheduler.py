@@ -1,4 +1,4 @@
-"""The driver-side batch loop: batch-time arithmetic, the job queue, graceful stop, SIGTERM.
+"""The driver-side batch loop: the job queue, graceful stop, SIGTERM.
 
 Threads
 -------
@@ -7,12 +7,15 @@ Threads
   It also finishes each batch: checkpoint, input streams' ``on_batch_completed`` /
   ``on_batch_failed`` hooks, clearing old RDDs. Generation and completion therefore never
   run concurrently, and a batch's completion work ends before the next batch starts.
-* **job thread** (``dstream-jobs``): runs the output operations of one batch at a time,
-  in registration order (Spark's ``spark.streaming.concurrentJobs = 1``).
+* **job threads** (``dstream-jobs``): ``spark.streaming.concurrentJobs`` of them (default
+  1) each run the output operations of one batch, in registration order; so with the
+  default one batch runs at a time. With more, consecutive batches run at once but still
+  complete in batch-time order, and once a batch fails no later batch completes (its
+  offsets are never committed past the failed one).
 * **listener bus** (see :mod:`.listener`): delivers events.
 
-Batch times are multiples of the batch interval since the epoch, as Spark's
-``RecurringTimer``: the first batch is ``(floor(now / interval) + 1) * interval``. A batch
+Batch times come from :mod:`.clock`: multiples of the batch interval since the epoch, as
+Spark's ``RecurringTimer``. A batch
 that runs long never makes the loop skip a batch time: later batches are generated on
 schedule and wait in the queue, and their scheduling delay shows the wait.
 """
@@ -21,19 +24,15 @@ from __future__ import annotations
 
 import collections
 import logging
-import math
 import os
 import queue
-import re
 import signal
 import threading
-import time
 import traceback
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Callable, Sequence
 
-from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.streaming.clock import due_batch_times, now_ms
 from dstream_kafka.streaming.listener import (
     BatchInfo,
     ListenerBus,
@@ -49,128 +48,10 @@ from dstream_kafka.streaming.listener import (
 __all__ = [
     "JobScheduler",
     "OutputJob",
-    "datetime_to_ms",
-    "due_batch_times",
-    "first_batch_time",
-    "graceful_stop_timeout_ms",
     "install_sigterm_handler",
-    "is_valid_time",
-    "ms_to_datetime",
-    "now_ms",
-    "parse_duration_ms",
-    "seconds_to_ms",
-    "slice_times",
 ]
 
 log = logging.getLogger(__name__)
-
-
-# ---------------------------------------------------------------------------------------
-# Time arithmetic (pure; unit-tested in tests/unit/test_scheduler_timing.py)
-# ---------------------------------------------------------------------------------------
-
-def now_ms() -> int:
-    """Return the wall clock in integer milliseconds since the epoch."""
-    return int(time.time() * 1000)
-
-
-def seconds_to_ms(seconds: float, what: str = "duration") -> int:
-    """Convert a positive duration in seconds (floats allowed) to whole milliseconds.
-
-    Rounds to the nearest millisecond, so ``0.1`` and ``1.001`` give 100 and 1001 (PySpark
-    truncates, which turns ``1.001`` into 1000).
-
-    Raises
-    ------
-    ConfigurationError
-        When the value is not a finite number or rounds to less than 1 ms.
-    """
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        raise ConfigurationError(f"{what} must be a number of seconds, got {seconds!r}")
-    if not math.isfinite(seconds):
-        raise ConfigurationError(f"{what} must be finite, got {seconds!r}")
-    ms = int(round(seconds * 1000))
-    if ms < 1:
-        raise ConfigurationError(f"{what} must be at least 1 ms, got {seconds!r} s")
-    return ms
-
-
-def ms_to_datetime(ms: int) -> datetime:
-    """Return the local naive datetime PySpark passes to ``foreachRDD(func(time, rdd))``."""
-    return datetime.fromtimestamp(ms / 1000.0)
-
-
-def datetime_to_ms(value: datetime | float) -> int:
-    """Return epoch ms of a naive local datetime, or of a number of epoch seconds."""
-    if isinstance(value, datetime):
-        return int(round(value.timestamp() * 1000))
-    return int(round(float(value) * 1000))
-
-
-def first_batch_time(now: int, interval_ms: int) -> int:
-    """Return the first batch time after ``now``: the next multiple of ``interval_ms``.
-
-    This is Spark's ``RecurringTimer.getStartTime``: ``(floor(now / interval) + 1) * interval``,
-    so a ``now`` that is itself a multiple still moves to the next one.
-    """
-    return (now // interval_ms + 1) * interval_ms
-
-
-def is_valid_time(time_ms: int, zero_ms: int, slide_ms: int) -> bool:
-    """Return whether a stream with ``slide_ms`` produces an RDD at ``time_ms``.
-
-    Valid times are after the graph's zero time and a whole number of slides from it.
-    """
-    return time_ms > zero_ms and (time_ms - zero_ms) % slide_ms == 0
-
-
-def slice_times(from_ms: int, to_ms: int, zero_ms: int, slide_ms: int) -> list[int]:
-    """Return the valid times of a stream in the closed interval ``[from_ms, to_ms]``."""
-    if to_ms < from_ms:
-        return []
-    # First multiple of the slide (relative to zero) at or after from_ms.
-    offset = (from_ms - zero_ms) % slide_ms
-    start = from_ms if offset == 0 else from_ms + (slide_ms - offset)
-    start = max(start, zero_ms + slide_ms)
-    return list(range(start, to_ms + 1, slide_ms))
-
-
-def due_batch_times(next_time: int, now: int, interval_ms: int) -> list[int]:
-    """Return every batch time from ``next_time`` that is due at ``now``, oldest first.
-
-    The loop generates all of them back to back, so a late loop never skips a batch time.
-    """
-    if now < next_time:
-        return []
-    return list(range(next_time, now + 1, interval_ms))
-
-
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
-_UNIT_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
-
-
-def parse_duration_ms(text: str | int | float) -> int:
-    """Parse a Spark-style duration (``"5000"``, ``"5000ms"``, ``"10s"``, ``"2min"``) to ms.
-
-    A bare number is milliseconds, as Spark's ``getTimeAsMs``.
-    """
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return int(text)
-    match = _DURATION_RE.match(str(text))
-    if not match:
-        raise ConfigurationError(f"cannot parse duration {text!r}; use e.g. '5000ms' or '10s'")
-    return int(float(match.group(1)) * _UNIT_MS[match.group(2)])
-
-
-def graceful_stop_timeout_ms(conf_value: str | None, batch_ms: int) -> int:
-    """Return how long a graceful stop waits for queued batches.
-
-    ``spark.streaming.gracefulStopTimeout`` when set, else 10 batch intervals (Spark's
-    default).
-    """
-    if conf_value is None:
-        return 10 * batch_ms
-    return parse_duration_ms(conf_value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -232,6 +113,9 @@ class JobScheduler:
         Receives the batch and output-operation events.
     graceful_timeout_ms : int
         How long a graceful stop waits for queued batches before it drops the rest.
+    concurrent_jobs : int
+        ``spark.streaming.concurrentJobs``: how many batches run their output operations at
+        once (default 1).
     set_job_description : callable, optional
         Called on the job thread before each output operation with a description for the
         Spark UI.
@@ -245,7 +129,7 @@ class JobScheduler:
                  on_fatal: Callable[[BaseException], None], bus: ListenerBus,
                  graceful_timeout_ms: int,
                  set_job_description: Callable[[str], None] | None = None,
-                 clock: Callable[[], int] = now_ms) -> None:
+                 clock: Callable[[], int] = now_ms, concurrent_jobs: int = 1) -> None:
         self._batch_ms = batch_ms
         self._generate_fn = generate
         self._complete_fn = complete
@@ -259,23 +143,27 @@ class JobScheduler:
         self._jobs: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
         self._interrupt = threading.Event()
         self._scheduler_thread: threading.Thread | None = None
-        self._job_thread: threading.Thread | None = None
+        self._job_threads: list[threading.Thread] = []
+        self._concurrent_jobs = max(1, concurrent_jobs)
         self.next_batch_time: int | None = None
-        self.last_completed_time: int | None = None
 
     @property
     def threads(self) -> tuple[threading.Thread, ...]:
         """The engine threads (a stop requested from one of them must not join it)."""
-        return tuple(t for t in (self._scheduler_thread, self._job_thread) if t is not None)
+        scheduler = () if self._scheduler_thread is None else (self._scheduler_thread,)
+        return scheduler + tuple(self._job_threads)
 
     def start(self, first_time: int) -> None:
         """Start both threads; the first batch is generated at ``first_time``."""
         self.next_batch_time = first_time
-        self._job_thread = threading.Thread(target=self._run_jobs, name="dstream-jobs",
-                                            daemon=True)
+        self._job_threads = [
+            threading.Thread(target=self._run_jobs, name="dstream-jobs", daemon=True)
+            for _ in range(self._concurrent_jobs)
+        ]
         self._scheduler_thread = threading.Thread(target=self._run_scheduler,
                                                   name="dstream-scheduler", daemon=True)
-        self._job_thread.start()
+        for thread in self._job_threads:
+            thread.start()
         self._scheduler_thread.start()
 
     def stop(self, graceful: bool) -> None:
@@ -296,7 +184,11 @@ class JobScheduler:
 
     def _run_scheduler(self) -> None:
         pending: collections.deque[_Batch] = collections.deque()
-        running: _Batch | None = None
+        # Batches handed to the job threads, oldest first; each completes only after every
+        # older one did, so completion (commits) stays in batch-time order.
+        running: collections.deque[_Batch] = collections.deque()
+        processed: set[int] = set()  # times of running batches whose jobs are done
+        failed = False
         ticking = True
         deadline: int | None = None
         assert self.next_batch_time is not None
@@ -312,10 +204,10 @@ class JobScheduler:
                         self._interrupt.set()
                         break
                     pending.append(batch)
-            if running is None and pending:
-                running = pending.popleft()
-                self._jobs.put(running)
-            if not ticking and running is None:
+            while len(running) < self._concurrent_jobs and pending:
+                running.append(pending.popleft())
+                self._jobs.put(running[-1])
+            if not ticking and not running:
                 break
             if deadline is not None and self._clock() >= deadline:
                 log.warning("Graceful stop timed out; dropping %d queued batches", len(pending))
@@ -334,14 +226,21 @@ class JobScheduler:
                 else:
                     pending.clear()
             elif kind == "done":
-                running = None
-                if not self._finish(payload):
-                    ticking = False
-                    pending.clear()
-                    self._interrupt.set()
-        self._jobs.put(None)
-        if self._job_thread is not None:
-            self._job_thread.join()
+                processed.add(payload.time)
+                while running and running[0].time in processed:
+                    batch = running.popleft()
+                    processed.discard(batch.time)
+                    if failed:
+                        continue  # a later batch never completes past a failed one
+                    if not self._finish(batch):
+                        failed = True
+                        ticking = False
+                        pending.clear()
+                        self._interrupt.set()
+        for _ in self._job_threads:
+            self._jobs.put(None)
+        for thread in self._job_threads:
+            thread.join()
 
     def _wait_seconds(self, ticking: bool, deadline: int | None) -> float | None:
         targets = []
@@ -381,7 +280,6 @@ class JobScheduler:
             self._bus.post("onBatchCompleted", StreamingListenerBatchCompleted(batch.info()))
             self._on_fatal(batch.error)
             return False
-        self.last_completed_time = batch.time
         self._bus.post("onBatchCompleted", StreamingListenerBatchCompleted(batch.info()))
         return True
 
@@ -460,7 +358,7 @@ class _SigtermHook:
         if callback is None:
             self._delegate(signum, frame)
             return
-        log.warning("SIGTERM received: stopping the StreamingContext gracefully")
+        log.warning("SIGTERM received: stopping the StreamingContext")
         threading.Thread(target=callback, name="dstream-sigterm-stop", daemon=False).start()
 
     def uninstall(self) -> None:
@@ -471,8 +369,9 @@ class _SigtermHook:
     def _restore(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return  # the disarmed handler delegates to the previous one instead
+        previous = self._previous  # read first: the identity test below narrows ``self``
         if signal.getsignal(signal.SIGTERM) is self:
-            signal.signal(signal.SIGTERM, self._previous)
+            signal.signal(signal.SIGTERM, previous)
 
     def _delegate(self, signum: int, frame: Any) -> None:
         previous = self._previous

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from pyspark import RDD, StorageLevel
 
 from dstream_kafka.streaming.dstream import DStream
-from dstream_kafka.streaming.scheduler import slice_times
+from dstream_kafka.streaming.clock import slice_times
 
 __all__ = ["WindowedDStream", "ReducedWindowedDStream"]
 

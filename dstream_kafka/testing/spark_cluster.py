@@ -53,14 +53,15 @@ def wait_for_executors(sc: Any, wanted: int, timeout: float = 120.0) -> list[str
         If they are not all registered within ``timeout`` seconds, or the master removed the
         application (its executors failed to start: see the workers' logs).
     """
-    from dstream_kafka.kafka_rdd import executor_locations
+    from dstream_kafka._spark_internals import context_stopped
+    from dstream_kafka.placement import executor_locations
 
     deadline = time.monotonic() + timeout
     while True:
         found = [e.executorId for e in executor_locations(sc)]
         if len(found) >= wanted:
             return found
-        if time.monotonic() > deadline or sc._jsc.sc().isStopped():
+        if time.monotonic() > deadline or context_stopped(sc):
             raise ServiceError(f"only executors {found} of {wanted} registered; see the Spark "
                                "workers' logs")
         time.sleep(0.2)

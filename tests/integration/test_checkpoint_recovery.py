@@ -13,7 +13,8 @@ from pyspark import RDD, SparkContext
 
 from dstream_kafka.errors import ConfigurationError, CorruptCheckpointError
 from dstream_kafka.streaming import CheckpointLayout, InputDStream, StreamingContext
-from dstream_kafka.streaming.checkpoint_state import CheckpointFiles
+from dstream_kafka.checkpoint_fs import HadoopFileSystem, LocalFileSystem
+from dstream_kafka.streaming.checkpoint_state import checkpoint_files
 
 from support import wait_until
 
@@ -303,7 +304,7 @@ class TestRefusedRecoveries:
             self, sc: SparkContext, folder: str, contexts: list[StreamingContext]) -> None:
         """Metadata that references deleted state raises CorruptCheckpointError."""
         self.checkpoint_a_state_graph(sc, folder, contexts)
-        CheckpointFiles(sc, folder).delete(os.path.join(folder, "state"))
+        checkpoint_files(sc, folder).delete(os.path.join(folder, "state"))
         with pytest.raises(CorruptCheckpointError, match="missing or incomplete"):
             StreamingContext.getOrCreate(
                 folder, state_setup(sc, contexts, [["a"]], 1, []))
@@ -322,8 +323,8 @@ class TestCheckpointFiles:
     def test_files_are_replaced_atomically_and_listed(
             self, sc: SparkContext, tmp_path: Any, through_hadoop: bool) -> None:
         """Local and Hadoop file access write, replace, list and delete alike."""
-        files = CheckpointFiles(sc, f"file://{tmp_path}")
-        files.local = not through_hadoop
+        files = (HadoopFileSystem(f"file://{tmp_path}", sc) if through_hadoop
+                 else LocalFileSystem(f"file://{tmp_path}"))
         root = f"file://{tmp_path}/cp"
         files.write_text_atomic(f"{root}/metadata", "old")
         files.write_text_atomic(f"{root}/metadata", "new")

@@ -17,7 +17,8 @@ from dstream_kafka.errors import (
     InvalidOffsetRangeError,
     UnknownTopicPartitionError,
 )
-from dstream_kafka.kafka_rdd import KafkaRDD, preferred_locations_for, read_range, read_settings
+from dstream_kafka.kafka_rdd import KafkaRDD, read_range, read_settings
+from dstream_kafka.placement import preferred_locations_for
 from dstream_kafka.kafka_params import fix_kafka_params
 from dstream_kafka.kafka_utils import KafkaUtils
 from dstream_kafka.offsets import HasOffsetRanges, OffsetRange, TopicPartition

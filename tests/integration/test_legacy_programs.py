@@ -29,7 +29,9 @@ DASHES = "-" * 43
 
 
 def _environment() -> dict[str, str]:
-    conf = " ".join(f"--conf {key}={value}" for key, value in LOW_OVERHEAD_SETTINGS.items())
+    # SIGTERM stops these programs gracefully, as the test expects, only with this key.
+    settings = {**LOW_OVERHEAD_SETTINGS, "spark.streaming.stopGracefullyOnShutdown": "true"}
+    conf = " ".join(f"--conf {key}={value}" for key, value in settings.items())
     return {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
             "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONUNBUFFERED": "1",
             "PYSPARK_SUBMIT_ARGS": f"--master local[2] {conf} pyspark-shell"}

@@ -343,7 +343,8 @@ SIGTERM_PROGRAM = textwrap.dedent('''
     from dstream_kafka.streaming import InputDStream, StreamingContext, StreamingListener
 
     conf = local_spark_conf("local[1]", "sigterm-test",
-                            extra={"spark.streaming.gracefulStopTimeout": "120s"})
+                            extra={"spark.streaming.gracefulStopTimeout": "120s",
+                                   "spark.streaming.stopGracefullyOnShutdown": "true"})
     sc = SparkContext(conf=conf)
     sc.setLogLevel("ERROR")
     sc.parallelize([0], 1).count()  # start the Python workers before the first batch

@@ -12,9 +12,7 @@ import pytest
 
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.streaming.listener import BatchInfo, ListenerBus, StreamingListener, Time
-from dstream_kafka.streaming.scheduler import (
-    JobScheduler,
-    OutputJob,
+from dstream_kafka.streaming.clock import (
     datetime_to_ms,
     due_batch_times,
     first_batch_time,
@@ -25,6 +23,7 @@ from dstream_kafka.streaming.scheduler import (
     seconds_to_ms,
     slice_times,
 )
+from dstream_kafka.streaming.scheduler import JobScheduler, OutputJob
 
 
 class TestBatchTimes:
@@ -144,7 +143,8 @@ class _Recorder(StreamingListener):
 class _Loop:
     """A JobScheduler with one output job per batch that sleeps ``job_seconds``."""
 
-    def __init__(self, batch_ms: int = 20, job_seconds: float = 0.0) -> None:
+    def __init__(self, batch_ms: int = 20, job_seconds: float = 0.0,
+                 released: bool = True) -> None:
         self.bus = ListenerBus()
         self.listener = _Recorder()
         self.bus.add(self.listener)
@@ -152,7 +152,8 @@ class _Loop:
         self.ran: list[int] = []
         self.completed: list[int] = []
         self.release = threading.Event()
-        self.release.set()
+        if released:
+            self.release.set()
         self.job_seconds = job_seconds
         self.scheduler = JobScheduler(batch_ms, self.generate, self.complete,
                                       lambda t, e: None, lambda e: None, self.bus,
@@ -225,8 +226,8 @@ class TestJobScheduler:
 
     def test_non_graceful_stop_drops_queued_batches(self) -> None:
         """A non-graceful stop completes nothing that had not finished."""
-        loop = _Loop(batch_ms=10)
-        loop.release.clear()
+        # Held from the start: a batch finishing before the hold would let a second one run.
+        loop = _Loop(batch_ms=10, released=False)
         loop.wait_for(lambda: sum(k == "submitted" for k, _ in loop.listener.events) >= 4)
         stopper = threading.Thread(target=loop.scheduler.stop, args=(False,))
         stopper.start()
