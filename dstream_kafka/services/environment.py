@@ -7,6 +7,7 @@ says what to install, so a fresh machine fails with an instruction rather than a
 from __future__ import annotations
 
 import abc
+import atexit
 import os
 import shutil
 import signal
@@ -160,6 +161,12 @@ class LocalService(abc.ABC):
     @abc.abstractmethod
     def stop(self) -> None:
         """Stop the server and remove its temporary files (a no-op when it is stopped)."""
+
+    def _discard(self, root: Path | None) -> None:
+        """Remove the server's temporary folder ``root`` and its exit hook (after it stopped)."""
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+        atexit.unregister(self.stop)
 
     def __enter__(self) -> Self:
         return self.start()

@@ -124,15 +124,11 @@ class KafkaUtils:
         from dstream_kafka.kafka_utils import KafkaUtils as KafkaUtils010
         from dstream_kafka.placement import LocationStrategies
 
-        if fromOffsets is None:
-            fromOffsets = {}
-        if not isinstance(topics, list):
-            raise TypeError("topics should be list")
-        if not isinstance(kafkaParams, dict):
-            raise TypeError("kafkaParams should be dict")
+        _expect(topics, list, "topics should be list")
+        _expect(kafkaParams, dict, "kafkaParams should be dict")
         _check_streaming_context(ssc)
         params, reset = translate_kafka_params(kafkaParams)
-        offsets = start_offsets(params, topics, reset, fromOffsets)
+        offsets = start_offsets(params, topics, reset, fromOffsets or {})
         strategy = ConsumerStrategies.Assign(sorted(offsets), params, offsets)
         source = KafkaUtils010.createDirectStream(ssc, LocationStrategies.PreferConsistent,
                                                   strategy)
@@ -176,10 +172,8 @@ class KafkaUtils:
 
         if leaders is None:
             leaders = {}
-        if not isinstance(kafkaParams, dict):
-            raise TypeError("kafkaParams should be dict")
-        if not isinstance(offsetRanges, list):
-            raise TypeError("offsetRanges should be list")
+        _expect(kafkaParams, dict, "kafkaParams should be dict")
+        _expect(offsetRanges, list, "offsetRanges should be list")
         ranges = [_to_kafka010(r) for r in offsetRanges]
         strategy = LocationStrategies.PreferConsistent
         if leaders:
@@ -242,6 +236,12 @@ class KafkaTransformedDStream(TransformedDStream[Any]):
                              lambda t, rdds: func(ms_to_datetime(t), rdds[0]))
         else:
             super().__init__(prev._ssc, [prev], lambda t, rdds: func(rdds[0]))
+
+
+def _expect(value: Any, kind: type, message: str) -> None:
+    # PySpark 2.4 raised these TypeErrors with exactly these messages; ported code may match them.
+    if not isinstance(value, kind):
+        raise TypeError(message)
 
 
 def _check_streaming_context(ssc: Any) -> None:

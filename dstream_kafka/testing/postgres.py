@@ -132,9 +132,4 @@ class PostgresServer(LocalService):
             return
         self._started = False
         self._pg("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "60", "stop", check=False)
-        if self._root is not None:
-            shutil.rmtree(self._root, ignore_errors=True)
-        try:
-            atexit.unregister(self.stop)
-        except Exception:  # pragma: no cover
-            pass
+        self._discard(self._root)

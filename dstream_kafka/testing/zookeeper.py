@@ -95,12 +95,7 @@ class ZooKeeperServer(LocalService):
             return
         self._process.stop(timeout=20)
         self._process = None
-        if self._root is not None:
-            shutil.rmtree(self._root, ignore_errors=True)
-        try:
-            atexit.unregister(self.stop)
-        except Exception:  # pragma: no cover
-            pass
+        self._discard(self._root)
 
 
 def _user_exists(name: str) -> bool:
