@@ -44,6 +44,9 @@ from dstream_kafka.streaming.input import InputDStream
 
 if TYPE_CHECKING:
     import collections
+    from datetime import datetime
+
+    from dstream_kafka.kafka_rdd import KafkaRDD
 
     from dstream_kafka.stores.base import OffsetStore, TransactionalOffsetStore
     from dstream_kafka.streaming.context import StreamingContext
@@ -316,6 +319,15 @@ class DirectKafkaInputDStream(InputDStream[Any]):
     def addProgressListener(self, listener: Callable[[BatchProgress], None]) -> None:
         """Call ``listener(progress)`` on the scheduler thread after each completed batch."""
         self._progress.add_listener(listener)
+
+    def foreachRDD(self, func: Callable[[KafkaRDD], None] | Callable[[datetime, KafkaRDD], None]) -> None:
+        """Run ``func(rdd)`` or ``func(time, rdd)`` on the driver for every batch.
+
+        Every RDD of this stream is a :class:`~dstream_kafka.kafka_rdd.KafkaRDD`, so ``func``
+        may be typed to take one and call ``rdd.offsetRanges()`` without a cast.
+        """
+        # A function of a KafkaRDD is what the base calls it with; the base is typed for any RDD.
+        super().foreachRDD(cast(Any, func))
 
     # ------------------------------------------------------------------ commits
     def transaction(self, batch_time: Any) -> Any:
