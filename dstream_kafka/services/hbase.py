@@ -457,8 +457,9 @@ class HBaseServer:
 
     def _java_argv(self, heap: str, classpath: list[str], main: str, *args: str) -> list[str]:
         assert self._java is not None
+        initial = _mebibytes(heap)
         return [
-            self._java, f"-Xmx{heap}", f"-Xms{min(64, _mebibytes(heap))}m",
+            self._java, f"-Xmx{heap}", *([f"-Xms{min(64, initial)}m"] if initial else []),
             # A small serial-GC JVM: the least native memory, and no GC threads fighting the
             # other services for the two cores.
             "-XX:+UseSerialGC", "-XX:MaxDirectMemorySize=128m", "-XX:ReservedCodeCacheSize=64m",
@@ -554,11 +555,13 @@ class HBaseServer:
             time.sleep(0.5)
 
 
-def _mebibytes(size: str) -> int:
-    """Return a JVM size such as ``256m`` or ``1g`` in MiB."""
+def _mebibytes(size: str) -> int | None:
+    """Return a JVM size such as ``256m`` or ``1g`` in MiB, or None when it is not one."""
     text = size.strip().lower()
-    units = {"k": 1 / 1024, "m": 1, "g": 1024}
-    if text and text[-1] in units:
-        return max(1, int(float(text[:-1]) * units[text[-1]]))
-    return max(1, int(text) // (1024 * 1024))
-
+    units = {"k": 1 / 1024, "m": 1.0, "g": 1024.0}
+    try:
+        if text and text[-1] in units:
+            return max(1, int(float(text[:-1]) * units[text[-1]]))
+        return max(1, int(text) // (1024 * 1024))
+    except ValueError:
+        return None  # let the JVM say what is wrong with it
