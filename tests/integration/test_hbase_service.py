@@ -164,3 +164,32 @@ def test_a_jvm_that_dies_at_start_raises_with_its_log_tail():
     assert "java.class.path" not in message and "CLASSPATH" not in message
     assert server.pids() == []
     assert server._root is not None and not server._root.exists()
+
+
+def test_a_given_data_folder_is_kept_and_its_tables_survive_a_clean_restart(tmp_path):
+    data = tmp_path / "hbase-data"
+    server = HBaseServer(data_dir=data)
+    _start(server)
+    try:
+        conn = server.connection()
+        try:
+            conn.create_table("kept", {"offsets": dict(max_versions=1)})
+            conn.table("kept").put(b"t:g:1700000000000", {b"offsets:0": b"42"})
+        finally:
+            conn.close()
+        pids = server.pids()
+        server.stop()  # SIGTERM, and a clean shutdown well within the 60 s grace
+        assert server.stop_seconds is not None and server.stop_seconds < 60
+        assert not any(_alive(p) for p in pids)
+        assert (data / "hbase").is_dir()
+
+        _start(server)
+        conn = server.connection()
+        try:
+            assert b"kept" in conn.tables()
+            assert conn.table("kept").row(b"t:g:1700000000000") == {b"offsets:0": b"42"}
+        finally:
+            conn.close()
+    finally:
+        server.stop()
+    assert data.is_dir()
