@@ -53,6 +53,32 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _listening_addresses(pid: int) -> set[tuple[str, int]]:
+    """Return the (IPv4 address, port) pairs that process ``pid`` listens on, from /proc."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state != "0A" or inode not in inodes:  # 0A: LISTEN
+                continue
+            addr_hex, port_hex = local.split(":")
+            if table == "tcp":
+                addr = ".".join(str(b) for b in reversed(bytes.fromhex(addr_hex)))
+            else:
+                addr = "v6:" + addr_hex
+            found.add((addr, int(port_hex, 16)))
+    return found
+
+
 def _name(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:8]}"
 
@@ -63,6 +89,8 @@ def test_listens_only_on_loopback_with_one_small_jvm(hbase):
     assert len(hbase.pids()) == (1 if hbase.single_jvm else 2)
     ports = {hbase.thrift_port, hbase.zookeeper_port, hbase.master_port, hbase.regionserver_port}
     assert len(ports) == 4 and 0 not in ports
+    listening = set().union(*(_listening_addresses(pid) for pid in hbase.pids()))
+    assert listening == {("127.0.0.1", port) for port in ports}
     rss = hbase.rss_bytes()
     assert 0 < rss < 768 * 2**20, f"HBase uses {rss / 2**20:.0f} MiB resident"
     site = (hbase.conf_dir / "hbase-site.xml").read_text()

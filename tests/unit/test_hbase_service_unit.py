@@ -110,3 +110,35 @@ def test_missing_maven_is_named_for_hbase_when_the_jars_are_not_cached(monkeypat
         hbase_module.hbase_classpath()
     assert "Apache HBase jars" in str(info.value)
     assert "apt-get update && apt-get install -y maven" in str(info.value)
+
+
+def test_a_killed_command_line_hbase_leaves_no_orphan_jvm_and_no_temporary_folder(monkeypatch,
+                                                                                   tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from dstream_kafka.services.hbase_process import hbase_status, read_hbase_state
+
+    monkeypatch.setenv("DSTREAM_KAFKA_RUN_DIR", str(tmp_path / "run"))
+    orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                              start_new_session=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    folder = tmp_path / "dstream-kafka-hbase-abc"
+    folder.mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "hbase.json").write_text(json.dumps({
+        "pid": dead.pid, "thrift": "127.0.0.1:1", "jvm_pids": [orphan.pid],
+        "data_dir": str(folder), "temporary": True,
+    }))
+    try:
+        assert read_hbase_state() is None
+        assert orphan.wait(timeout=10) == -9
+        assert not folder.exists()
+        assert not (tmp_path / "run" / "hbase.json").exists()
+        assert hbase_status() == 1
+    finally:
+        if orphan.poll() is None:
+            orphan.kill()
+            orphan.wait()
