@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -31,6 +32,7 @@ from dstream_kafka.services.environment import (
     ManagedProcess,
     cache_dir,
     free_port,
+    port_open,
     require_executable,
     require_java,
 )
@@ -340,7 +342,7 @@ class HBaseServer:
         for sub in ("conf", "logs", "tmp", "zk"):
             (self._root / sub).mkdir(parents=True, exist_ok=True)
         self.zookeeper_port, self.master_port, self.regionserver_port, self.thrift_port = (
-            self._four_free_ports()
+            self._choose_ports()
         )
         self._write_config()
         self._started = True
@@ -412,13 +414,28 @@ class HBaseServer:
                                     transport="buffered", protocol="binary", **kwargs)
 
     # ------------------------------------------------------------------ internals
-    @staticmethod
-    def _four_free_ports() -> tuple[int, int, int, int]:
+    def _choose_ports(self) -> tuple[int, int, int, int]:
+        """Return free ZooKeeper, master, region server and Thrift ports.
+
+        A kept data folder records its ports and gets the same ones again when they are still
+        free, so clients configured with the Thrift address keep working across restarts.
+        """
+        record = self.data_dir / "ports.json"
         ports: list[int] = []
+        if self._keep_data and record.is_file():
+            try:
+                ports = [int(p) for p in json.loads(record.read_text())][:4]
+            except (OSError, ValueError, TypeError):
+                ports = []
+            ports = [p for p in ports if 0 < p < 65536 and not port_open(p)]
+            if len(ports) != 4 or len(set(ports)) != 4:
+                ports = []
         while len(ports) < 4:
             port = free_port()
             if port not in ports:
                 ports.append(port)
+        if self._keep_data:
+            record.write_text(json.dumps(ports))
         return ports[0], ports[1], ports[2], ports[3]
 
     def _write_config(self) -> None:
@@ -486,6 +503,7 @@ class HBaseServer:
     def _launch(self, jars: list[Path], launcher: Path | None) -> None:
         classpath = [str(self.conf_dir), *(str(j) for j in jars)]
         logs = self.data_dir / "logs"
+        self._hbase = self._thrift = None  # a restart must not see the previous run's processes
         if launcher is not None:
             self._hbase = ManagedProcess(
                 "HBase (standalone + Thrift)",

@@ -209,13 +209,15 @@ def test_a_given_data_folder_is_kept_and_its_tables_survive_a_clean_restart(tmp_
             conn.table("kept").put(b"t:g:1700000000000", {b"offsets:0": b"42"})
         finally:
             conn.close()
-        pids = server.pids()
+        pids, thrift_port = server.pids(), server.thrift_port
         server.stop()  # SIGTERM, and a clean shutdown well within the 60 s grace
         assert server.stop_seconds is not None and server.stop_seconds < 60
         assert not any(_alive(p) for p in pids)
         assert (data / "hbase").is_dir()
 
         _start(server)
+        assert server.thrift_port == thrift_port  # the same address when the port is still free
+        assert server.single_jvm == (len(server.pids()) == 1)
         conn = server.connection()
         try:
             assert b"kept" in conn.tables()
