@@ -152,7 +152,7 @@ def test_a_driver_losing_the_check_and_put_race_is_fenced(stores, unique):
         first.commit(group, 2_000, [OffsetRange(topic, 0, 10, 11)])
         return original(row, old, new)
 
-    second._compare_and_set = race  # type: ignore[method-assign]
+    second._compare_and_set = race
     with pytest.raises(OffsetFencedError, match="checkAndPut"):
         second.commit(group, 2_000, [OffsetRange(topic, 0, 10, 20)])
     fresh = stores()
@@ -170,7 +170,7 @@ def test_a_crash_after_the_commit_point_keeps_the_batch_and_the_next_commit_repa
     def die(*args: Any) -> None:
         raise OSError("driver lost its connection")
 
-    crashed._write_derived = die  # type: ignore[method-assign]
+    crashed._write_derived = die
     with caplog.at_level(logging.WARNING):
         crashed.commit(group, 2_000, [OffsetRange(topic, 0, 10, 15)])  # committed: no exception
     assert "is committed but its offsets rows were not written" in caplog.text
