@@ -83,6 +83,7 @@ from dstream_kafka.errors import (
 from dstream_kafka.offsets import OffsetRange, TopicPartition, offset_ranges_from_json, offset_ranges_to_json
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.hbase_keys import (
+    MS_DIGITS,
     batch_row_key,
     batch_row_prefix,
     group_row_key,
@@ -317,15 +318,41 @@ class HBaseOffsetStore(OffsetStore):
             result[TopicPartition(topic, int(qualifier))] = int(text)
         return result
 
-    def _newest_offsets_row(self, table: Any, topic: str, group_id: str) -> dict[TopicPartition, int]:
-        """Read the newest offsets row of ``(topic, group)`` with a reversed scan bounded to its prefix."""
+    def _newest_offsets_row(self, table: Any, topic: str,
+                            group_id: str) -> tuple[int, dict[TopicPartition, int]] | None:
+        """Return (batch time, offsets) of the newest offsets row of ``(topic, group)``, read
+        with a reversed scan bounded to its prefix; None when the topic has no row."""
         prefix = offsets_row_prefix(topic, group_id)
         # A reversed scan starts at row_start and stops before row_stop; happybase's
         # row_prefix + reverse returns the wrong row, so the bounds are explicit.
         for key, data in table.scan(row_start=prefix + b"\xff", row_stop=prefix, reverse=True, limit=1,
                                     columns=[OFFSETS_FAMILY]):
-            return self._parse_offsets_row(key, data, topic, group_id)
-        return {}
+            offsets = self._parse_offsets_row(key, data, topic, group_id)  # checks the key first
+            return int(key[-MS_DIGITS:]), offsets
+        return None
+
+    def _check_guide_rows(self, table: Any, group_id: str, doc: Mapping[str, Any],
+                          topics: Collection[str] | None) -> None:
+        """Refuse offsets rows that the group cell does not account for (written by hand or by
+        another tool after this store committed), instead of silently ignoring them."""
+        last = doc["batch_ms"]
+        if last is None:
+            return
+        names = sorted({tp.topic for tp in doc["_offsets"]} if topics is None else set(topics))
+        for topic in names:
+            found = self._newest_offsets_row(table, topic, group_id)
+            if found is None:
+                continue
+            ms, offsets = found
+            expected = doc["rows"].get(topic)
+            changed = ms == last and expected is not None and offsets != {
+                TopicPartition(topic, int(p)): o for p, o in expected.items()}
+            if ms > last or changed:
+                raise self._corrupt(
+                    offsets_row_key(topic, group_id, ms),
+                    f"this offsets row {'is newer than' if ms > last else 'differs from'} the last batch "
+                    f"({last}) committed in {group_row_key(group_id)!r} meta:commit, which holds the "
+                    "group's offsets. Remove the row, or change offsets with the offsets CLI")
 
     def _guide_topics(self, table: Any, group_id: str) -> list[str]:
         """Return the topics with offsets rows of the group (a filtered key-only full scan)."""
@@ -374,6 +401,7 @@ class HBaseOffsetStore(OffsetStore):
         with self._lock, self._calls("loading offsets") as table:
             _, doc = self._read_group(table, group_id)
             if doc is not None:
+                self._check_guide_rows(table, group_id, doc, topics)  # at start: a scan per topic
                 return dict(doc["_offsets"])
             return self._load_guide_rows(table, group_id, topics)
 
@@ -382,7 +410,9 @@ class HBaseOffsetStore(OffsetStore):
         names = self._guide_topics(table, group_id) if topics is None else sorted(topics)
         result: dict[TopicPartition, int] = {}
         for topic in names:
-            result.update(self._newest_offsets_row(table, topic, group_id))
+            found = self._newest_offsets_row(table, topic, group_id)
+            if found is not None:
+                result.update(found[1])
         return result
 
     def _commit(self, group_id: str, t: int, merged: tuple[OffsetRange, ...]) -> bool:

@@ -292,3 +292,16 @@ def test_the_group_cell_holds_everything_a_commit_changes(stores, conn, table_na
     assert doc["seq"] == 2 and doc["batch_ms"] == 1_000
     assert doc["offsets"] == {topic: {"0": 40}, topic + "-b": {"0": 3}}
     assert [(x["lost_from"], x["lost_until"]) for x in doc["losses"]] == [(10, 40)]
+
+
+@pytest.mark.parametrize("when, value", [(2_000, b"99"), (1_000, b"3")])
+def test_offsets_rows_written_by_hand_after_a_commit_are_refused_not_ignored(stores, conn, table_name, unique,
+                                                                             when, value):
+    group, topic = unique("g"), unique("t")
+    store = stores()
+    store.commit(group, 1_000, [OffsetRange(topic, 0, 0, 10)])
+    # Someone "resets" the offsets as the guide would: a newer row, or the last row edited.
+    conn.table(table_name).put(offsets_row_key(topic, group, when), {b"offsets:0": value})
+    with pytest.raises(CorruptCheckpointError, match="the last batch \\(1000\\) committed in") as caught:
+        stores().load(group)
+    assert repr(offsets_row_key(topic, group, when)) in str(caught.value)
