@@ -58,7 +58,8 @@ nothing is written or reset. Down at commit: the exception propagates, the batch
 committed (the group cell is unchanged or, if the gateway applied it and the answer was lost, a
 re-run of the same batch is a no-op), and a restart replays it. A row key under a group's
 prefix that is not this layout, an offsets column that is not a partition number, a value that
-is not an offset or a group cell that is not valid JSON raises
+is not an offset, a group cell that is not valid JSON, or (checked by :meth:`~OffsetStore.load`)
+an offsets row newer than the group cell's last batch or differing from it raises
 :class:`~dstream_kafka.errors.CorruptCheckpointError` naming the table, row and what to fix;
 nothing is ever reset silently.
 """
