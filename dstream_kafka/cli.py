@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     broker_sub.add_parser("stop", help="stop the broker started by `broker start`")
     broker_sub.add_parser("status", help="print the bootstrap servers of the running broker")
 
-    sub.add_parser("setup", help="check Java and Maven and resolve the Kafka jars into the cache")
+    sub.add_parser("setup", help="check Java and Maven and resolve the Kafka and HBase jars "
+                                 "into the cache")
 
     demo = sub.add_parser("demo", help="run the streaming demo against a local or given broker")
     demo.add_argument("--bootstrap-servers", metavar="HOST:PORT",
@@ -78,13 +79,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _setup() -> int:
     from dstream_kafka.services.environment import require_java, require_maven
+    from dstream_kafka.services.hbase import prepare_hbase
     from dstream_kafka.services.kafka import kafka_classpath
-    from dstream_kafka.services.maven import KAFKA_VERSION
+    from dstream_kafka.services.maven import HBASE_VERSION, KAFKA_VERSION
 
     print(f"java: {require_java()}")
     print(f"maven: {require_maven()}")
     jars = kafka_classpath().split(":")
     print(f"Apache Kafka {KAFKA_VERSION}: {len(jars)} jars resolved into {jars[0].rsplit('/', 2)[0]}")
+    hbase_jars, launcher = prepare_hbase()
+    print(f"Apache HBase {HBASE_VERSION}: {len(hbase_jars)} jars resolved into "
+          f"{hbase_jars[0].parent.parent}; " + (
+              f"one-JVM launcher compiled into {launcher}" if launcher is not None else
+              "no javac (install openjdk-17-jdk-headless): the Thrift gateway runs as a second JVM"))
     return 0
 
 

@@ -38,7 +38,7 @@ from dstream_kafka.services.environment import (
 )
 from dstream_kafka.services.maven import HBASE_VERSION, hbase_artifacts, resolve_classpath
 
-__all__ = ["HBaseServer", "hbase_classpath", "JAVA17_FLAGS"]
+__all__ = ["HBaseServer", "hbase_classpath", "prepare_hbase", "JAVA17_FLAGS"]
 
 #: What HBase 2.6's ``bin/hbase`` adds on Java 11+ (HBASE-28259, HBASE-27643): without them
 #: netty logs an ``InaccessibleObjectException`` and falls back to slower code paths.
@@ -167,6 +167,26 @@ def _compiled_launcher() -> Path | None:
         return folder
     finally:
         shutil.rmtree(build, ignore_errors=True)
+
+
+def prepare_hbase(version: str = HBASE_VERSION) -> tuple[list[Path], Path | None]:
+    """Resolve the HBase jars and compile the one-JVM launcher now, as ``dstream-kafka setup`` does.
+
+    Both are cached, so a later :meth:`HBaseServer.start` neither downloads nor compiles.
+
+    Parameters
+    ----------
+    version : str
+        HBase release.
+
+    Returns
+    -------
+    tuple of (list of Path, Path or None)
+        The jars, and the folder of the compiled launcher class; None without ``javac`` (a
+        JRE-only machine), where the Thrift gateway runs as a second JVM. Errors are those of
+        :func:`hbase_classpath`.
+    """
+    return hbase_classpath(version), _compiled_launcher()
 
 
 def _site_xml(props: Mapping[str, Any]) -> str:

@@ -21,15 +21,12 @@ import sys
 import time
 
 import pytest
-from conftest_hbase import hbase  # noqa: F401  (session fixture; belongs in tests/conftest.py)
 
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.stores import OffsetStores
 from dstream_kafka.stores.hbase_keys import offsets_row_prefix
 
 pytestmark = pytest.mark.integration
-
-happybase = pytest.importorskip("happybase", reason="the hbase extra is not installed")
 
 END = 120  # source offsets per partition
 STEP = 7   # offsets per partition and batch
@@ -107,7 +104,7 @@ def _run(args: list[str], kill_at: tuple[str, int] | None) -> list[str]:
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_sigkill_at_random_moments_never_loses_nor_duplicates_results(hbase, unique, seed):  # noqa: F811
+def test_sigkill_at_random_moments_never_loses_nor_duplicates_results(hbase, unique, seed):
     rng = random.Random(seed)
     group, table, results = unique("g"), unique("offsets").replace("-", "_"), unique("results").replace("-", "_")
     topics = [unique("a"), unique("b")]

@@ -1,8 +1,7 @@
 """The real standalone HBase 2.6.1 + Thrift1 gateway that the HBase offset store stands on.
 
-One server is shared by the module (``hbase`` fixture); the lifecycle and failure tests start
-their own. The fixture belongs in ``tests/conftest.py`` next to ``kafka`` and ``postgres`` once
-that file is free to edit (session scope there).
+One server is shared by the session (the ``hbase`` fixture of ``tests/conftest.py``); the
+lifecycle and failure tests start their own.
 """
 
 from __future__ import annotations
@@ -14,31 +13,18 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Iterator
 
+import happybase
 import pytest
 
-from dstream_kafka.errors import MissingDependencyError, ServiceError
+from dstream_kafka.errors import ServiceError
 from dstream_kafka.services.hbase import HBaseServer
 
 pytestmark = pytest.mark.integration
 
-happybase = pytest.importorskip("happybase", reason="the hbase extra is not installed")
-
 
 def _start(server: HBaseServer, timeout: float = 180.0) -> HBaseServer:
-    try:
-        return server.start(timeout=timeout)
-    except MissingDependencyError as exc:  # no Java or Maven on this machine: say what to install
-        pytest.skip(str(exc))
-
-
-@pytest.fixture(scope="module")
-def hbase() -> Iterator[HBaseServer]:
-    """A standalone HBase with its Thrift gateway on 127.0.0.1 for the whole module."""
-    server = _start(HBaseServer())
-    yield server
-    server.stop()
+    return server.start(timeout=timeout)
 
 
 def _alive(pid: int) -> bool:

@@ -17,7 +17,6 @@ import time
 from typing import Any, Iterator
 
 import pytest
-from conftest_hbase import hbase  # noqa: F401  (session fixture; belongs in tests/conftest.py)
 
 from dstream_kafka.errors import CorruptCheckpointError, OffsetFencedError, OffsetStoreError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
@@ -25,8 +24,6 @@ from dstream_kafka.stores import HBaseOffsetStore, OffsetStores
 from dstream_kafka.stores.hbase_keys import group_row_key, offsets_row_key
 
 pytestmark = pytest.mark.integration
-
-happybase = pytest.importorskip("happybase", reason="the hbase extra is not installed")
 
 T0 = 1_700_000_000_000  # a real epoch time in ms: 13 digits, as the guide's code writes it
 
@@ -37,14 +34,14 @@ def table_name(unique) -> str:
 
 
 @pytest.fixture
-def conn(hbase) -> Iterator[Any]:  # noqa: F811
+def conn(hbase) -> Iterator[Any]:
     c = hbase.connection()
     yield c
     c.close()
 
 
 @pytest.fixture
-def stores(hbase, table_name) -> Iterator[Any]:  # noqa: F811
+def stores(hbase, table_name) -> Iterator[Any]:
     made: list[HBaseOffsetStore] = []
 
     def make(**kw: Any) -> HBaseOffsetStore:
@@ -260,7 +257,7 @@ def test_hbase_down_at_start_is_a_clear_error_within_seconds(table_name, unique)
 
 
 def test_hbase_down_at_commit_leaves_the_batch_uncommitted_and_a_restart_replays_it(
-        hbase, table_name, unique):  # noqa: F811
+        hbase, table_name, unique):
     group, topic = unique("g"), unique("t")
     proxy = _Proxy(hbase.thrift_port)
     proxy.up()

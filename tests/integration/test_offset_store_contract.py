@@ -16,7 +16,6 @@ import pytest
 from dstream_kafka.errors import OffsetFencedError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.stores import OffsetStore, OffsetStores
-from conftest_hbase import hbase  # noqa: F401  (session fixture; belongs in tests/conftest.py)
 
 BACKENDS = ["checkpoint-local", "checkpoint-hadoop", "kafka-group", "sqlite", "postgres", "zookeeper", "hbase"]
 
