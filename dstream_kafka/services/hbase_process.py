@@ -1,17 +1,14 @@
-"""``hbase start|stop|status``: one HBase server started from the command line per machine user.
+"""``dstream-kafka hbase start|stop|status``: one HBase server started from the command line.
 
-Mirrors ``dstream-kafka broker start|stop|status``: ``start`` runs in the foreground, prints the
+Mirrors ``dstream-kafka broker start|stop|status`` (one per machine user): ``start`` runs in the foreground, prints the
 Thrift gateway's ``host:port`` on its first line and records its pid, the gateway address and
 the JVM pids in ``<run dir>/hbase.json``; ``stop`` signals that process, which stops HBase (and
-removes its temporary folder); a second ``start`` while one runs is refused.
-
-Until ``dstream-kafka hbase ...`` is wired into the CLI, run it as
-``python -m dstream_kafka.services.hbase_process start|stop|status [--data-dir DIR]``.
+removes its temporary folder); a second ``start`` while one runs is refused. The argument
+parsing lives in :mod:`dstream_kafka.cli`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -20,13 +17,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import Any, TextIO
 
-from dstream_kafka.errors import DStreamKafkaError, ServiceAlreadyRunningError
+from dstream_kafka.errors import ServiceAlreadyRunningError
 from dstream_kafka.services.environment import cache_dir
 from dstream_kafka.services.hbase import HBaseServer
 
-__all__ = ["read_hbase_state", "start_hbase_foreground", "stop_hbase", "hbase_status", "main"]
+__all__ = ["read_hbase_state", "start_hbase_foreground", "stop_hbase", "hbase_status"]
 
 
 def _state_path() -> Path:
@@ -110,8 +107,9 @@ def start_hbase_foreground(data_dir: str | None = None, heap: str = "256m",
     state = read_hbase_state()
     if state is not None:
         raise ServiceAlreadyRunningError(
-            f"an HBase started by `hbase start` is already running (pid {state['pid']}, "
-            f"Thrift gateway {state['thrift']}); use it, or stop it first with `hbase stop`."
+            f"an HBase started by `dstream-kafka hbase start` is already running "
+            f"(pid {state['pid']}, Thrift gateway {state['thrift']}); "
+            "use it, or stop it first with `dstream-kafka hbase stop`."
         )
     server = HBaseServer(heap=heap, data_dir=data_dir)
     stop_event = threading.Event()
@@ -140,7 +138,7 @@ def start_hbase_foreground(data_dir: str | None = None, heap: str = "256m",
             f"buffered transport, binary protocol) on {server.thrift_url}, ZooKeeper on "
             f"127.0.0.1:{server.zookeeper_port}; data in {server.data_dir} "
             f"({'kept' if data_dir else 'removed on stop'}).\n"
-            "Stop it with Ctrl-C or `hbase stop`.\n"
+            "Stop it with Ctrl-C or `dstream-kafka hbase stop`.\n"
         )
         out.flush()
         while not stop_event.wait(1.0):
@@ -158,10 +156,10 @@ def start_hbase_foreground(data_dir: str | None = None, heap: str = "256m",
 
 
 def stop_hbase(timeout: float = 90.0, out: TextIO = sys.stdout) -> int:
-    """Stop the HBase started by ``hbase start``; returns an exit code."""
+    """Stop the HBase started by ``dstream-kafka hbase start``; returns an exit code."""
     state = read_hbase_state()
     if state is None:
-        out.write("No HBase started by `hbase start` is running.\n")
+        out.write("No HBase started by `dstream-kafka hbase start` is running.\n")
         return 0
     pid = state["pid"]
     os.kill(pid, signal.SIGTERM)
@@ -180,35 +178,7 @@ def hbase_status(out: TextIO = sys.stdout) -> int:
     """Print the gateway address of the command-line HBase; exit code 1 when none runs."""
     state = read_hbase_state()
     if state is None:
-        out.write("No HBase started by `hbase start` is running.\n")
+        out.write("No HBase started by `dstream-kafka hbase start` is running.\n")
         return 1
     out.write(f"{state['thrift']}\n")
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry: ``start [--data-dir DIR] [--heap SIZE] | stop | status``."""
-    parser = argparse.ArgumentParser(prog="python -m dstream_kafka.services.hbase_process",
-                                     description="A local standalone HBase with its Thrift gateway.")
-    sub = parser.add_subparsers(dest="action", required=True)
-    start = sub.add_parser("start", help="start HBase in the foreground")
-    start.add_argument("--data-dir", help="keep the data in this folder (default: temporary)")
-    start.add_argument("--heap", default="256m", help="JVM heap (default 256m)")
-    sub.add_parser("stop", help="stop the HBase started by `start`")
-    sub.add_parser("status", help="print its Thrift address, exit 1 when none runs")
-    args = parser.parse_args(argv)
-    try:
-        if args.action == "start":
-            return start_hbase_foreground(args.data_dir, args.heap)
-        if args.action == "stop":
-            return stop_hbase()
-        return hbase_status()
-    except DStreamKafkaError as exc:
-        print(f"hbase: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

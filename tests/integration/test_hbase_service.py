@@ -6,16 +6,13 @@ lifecycle and failure tests start their own.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
-import happybase
 import pytest
+from support import process_alive
 
 from dstream_kafka.errors import ServiceError
 from dstream_kafka.services.hbase import HBaseServer
@@ -25,18 +22,6 @@ pytestmark = pytest.mark.integration
 
 def _start(server: HBaseServer, timeout: float = 180.0) -> HBaseServer:
     return server.start(timeout=timeout)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _listening_addresses(pid: int) -> set[tuple[str, int]]:
@@ -146,7 +131,7 @@ def test_stop_leaves_no_process_and_no_folder():
     ready_after = time.monotonic() - began
     pids = server.pids()
     root = server.data_dir
-    assert pids and all(_alive(p) for p in pids)
+    assert pids and all(process_alive(p) for p in pids)
     assert root.is_dir()
     conn = server.connection()
     try:
@@ -156,7 +141,7 @@ def test_stop_leaves_no_process_and_no_folder():
     rss = server.rss_bytes()
     server.stop()
     assert server.stop_seconds is not None and server.stop_seconds < 20
-    assert not any(_alive(p) for p in pids)
+    assert not any(process_alive(p) for p in pids)
     assert not root.exists()
     assert server.pids() == [] and server.rss_bytes() == 0 and not server.running()
     server.stop()  # a second stop is a no-op
@@ -198,7 +183,7 @@ def test_a_given_data_folder_is_kept_and_its_tables_survive_a_clean_restart(tmp_
         pids, thrift_port = server.pids(), server.thrift_port
         server.stop()  # SIGTERM, and a clean shutdown well within the 60 s grace
         assert server.stop_seconds is not None and server.stop_seconds < 60
-        assert not any(_alive(p) for p in pids)
+        assert not any(process_alive(p) for p in pids)
         assert (data / "hbase").is_dir()
 
         _start(server)
@@ -213,43 +198,3 @@ def test_a_given_data_folder_is_kept_and_its_tables_survive_a_clean_restart(tmp_
     finally:
         server.stop()
     assert data.is_dir()
-
-
-def test_command_line_start_prints_the_gateway_refuses_a_second_start_and_stops(tmp_path):
-    env = {**os.environ, "DSTREAM_KAFKA_RUN_DIR": str(tmp_path / "run")}
-    cmd = [sys.executable, "-m", "dstream_kafka.services.hbase_process"]
-    first = subprocess.Popen([*cmd, "start"], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-    try:
-        address = first.stdout.readline().strip()  # type: ignore[union-attr]
-        assert address.startswith("127.0.0.1:"), first.stderr.read() if first.poll() else address  # type: ignore[union-attr]
-        host, port = address.split(":")
-        conn = happybase.Connection(host, int(port), timeout=30000)
-        try:
-            assert isinstance(conn.tables(), list)
-        finally:
-            conn.close()
-        state = json.loads((tmp_path / "run" / "hbase.json").read_text())
-        jvm_pids, data_dir = state["jvm_pids"], Path(state["data_dir"])
-        assert jvm_pids and all(_alive(p) for p in jvm_pids) and data_dir.is_dir()
-
-        second = subprocess.run([*cmd, "start"], env=env, capture_output=True, text=True, timeout=120)
-        assert second.returncode == 1
-        assert "already running" in second.stderr and address in second.stderr
-        assert "Traceback" not in second.stderr
-
-        status = subprocess.run([*cmd, "status"], env=env, capture_output=True, text=True, timeout=60)
-        assert status.returncode == 0 and status.stdout.strip() == address
-
-        stop = subprocess.run([*cmd, "stop"], env=env, capture_output=True, text=True, timeout=120)
-        assert stop.returncode == 0, stop.stderr
-        assert first.wait(timeout=60) == 0
-        assert not (tmp_path / "run" / "hbase.json").exists()
-        assert not any(_alive(p) for p in jvm_pids) and not data_dir.exists()
-
-        after = subprocess.run([*cmd, "status"], env=env, capture_output=True, text=True, timeout=60)
-        assert after.returncode == 1 and "No HBase" in after.stdout
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
