@@ -169,7 +169,7 @@ def test_a_jvm_that_dies_at_start_raises_with_its_log_tail():
     assert server._root is not None and not server._root.exists()
 
 
-@pytest.mark.slow  # two HBase starts: about 35 s on two idle cores, 70-85 s on busy ones
+@pytest.mark.slow  # two HBase starts: 40-85 s on two shared cores (load average 6-16)
 def test_a_given_data_folder_is_kept_and_its_tables_survive_a_clean_restart(tmp_path):
     data = tmp_path / "hbase-data"
     server = HBaseServer(data_dir=data)
