@@ -29,6 +29,7 @@ STORE_VARIANTS = {
     "sqlite-tx": "OffsetStores.sqlite, aggregate + offsets in one stream.transaction()",
     "postgres": "OffsetStores.postgres, offsets only (commit after the output)",
     "postgres-tx": "OffsetStores.postgres, aggregate + offsets in one stream.transaction(): exactly-once",
+    "hbase": "OffsetStores.hbase, offsets only (checkAndPut of the group cell, then the guide's rows)",
 }
 
 _RESULTS_DDL = ('CREATE TABLE IF NOT EXISTS {t} (batch_time_ms BIGINT NOT NULL, part INTEGER NOT NULL, '
@@ -91,6 +92,11 @@ def _make_store(variant: str, services: dict[str, Any], workdir: Path, bootstrap
         if not services.get("postgres"):
             raise RuntimeError("no PostgreSQL server: " + str(services.get("postgres_error")))
         return OffsetStores.postgres(**services["postgres"])
+    if variant == "hbase":
+        if not services.get("hbase"):
+            raise RuntimeError("no HBase server: " + str(services.get("hbase_error")))
+        host, port = services["hbase"]
+        return OffsetStores.hbase(host, port, table=f"bench_eo_{group.replace('-', '_')}")
     raise ValueError(f"unknown store variant {variant!r}; choose from {', '.join(STORE_VARIANTS)}")
 
 

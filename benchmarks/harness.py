@@ -8,7 +8,7 @@ Order of a run:
    topic for ``overhead``, an empty topic for ``steady``, whose runs start their own producer
    per rate step (:mod:`benchmarks.steady`), ``--eo-batches`` x 1,000 records for
    ``exactly-once``, one topic per partition count for ``partitions``, which runs as
-   sub-workloads ``partitions-p<N>``); start PostgreSQL and ZooKeeper for ``exactly-once``;
+   sub-workloads ``partitions-p<N>``); start PostgreSQL, ZooKeeper and HBase for ``exactly-once``;
 3. prepare the JVM contenders (resolve connector jars, compile ``DStreamDrain.java``) outside
    any timed region;
 4. for every workload, run ``warmup + repetitions`` rounds; each round runs every selected
@@ -98,7 +98,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--eo-stores", default="",
                    help="exactly-once: comma-separated store variants (all): "
                         "none,kafka-commitAsync,kafka,checkpoint,zookeeper,sqlite,sqlite-tx,"
-                        "postgres,postgres-tx")
+                        "postgres,postgres-tx,hbase")
     p.add_argument("--partition-counts", default="1,2,4,8,16",
                    help="partitions: partition counts (1,2,4,8,16)")
     p.add_argument("--rates", default="10000,25000,50000,100000",
@@ -414,7 +414,8 @@ def _prepare_topic(cluster: Any, workload: str, args: argparse.Namespace, workdi
 
 
 class _Services:
-    """PostgreSQL and ZooKeeper for the exactly-once workload; a failed start is recorded, not fatal."""
+    """PostgreSQL, ZooKeeper and HBase for the exactly-once workload; a failed start is recorded,
+    not fatal."""
 
     def __init__(self) -> None:
         self.started: list[Any] = []
@@ -439,6 +440,15 @@ class _Services:
                 self.params["zookeeper"] = server.hosts
             except Exception as exc:
                 self.params["zookeeper_error"] = f"{type(exc).__name__}: {exc}"
+        if "hbase" in stores:
+            try:
+                from dstream_kafka.services.hbase import HBaseServer
+
+                hbase = HBaseServer().start(timeout=180.0)
+                self.started.append(hbase)
+                self.params["hbase"] = [hbase.host, hbase.thrift_port]
+            except Exception as exc:
+                self.params["hbase_error"] = f"{type(exc).__name__}: {exc}"
         return self.params
 
     def stop(self) -> None:

@@ -1,4 +1,4 @@
-"""The ``dstream-kafka`` command line: local broker, machine set-up checks and the demo."""
+"""The ``dstream-kafka`` command line: local broker and HBase, machine set-up checks and the demo."""
 
 from __future__ import annotations
 
@@ -32,7 +32,22 @@ def build_parser() -> argparse.ArgumentParser:
     broker_sub.add_parser("stop", help="stop the broker started by `broker start`")
     broker_sub.add_parser("status", help="print the bootstrap servers of the running broker")
 
-    sub.add_parser("setup", help="check Java and Maven and resolve the Kafka jars into the cache")
+    hbase = sub.add_parser(
+        "hbase", help="run a local standalone HBase with its Thrift1 gateway on 127.0.0.1")
+    hbase_sub = hbase.add_subparsers(dest="action", metavar="ACTION")
+    hbase_sub.required = True
+    hbase_start = hbase_sub.add_parser(
+        "start", help="start HBase, print its Thrift gateway host:port, run until stopped")
+    hbase_start.add_argument("--data-dir", metavar="DIR",
+                             help="keep the tables here and reuse them next time "
+                                  "(default: a temporary folder)")
+    hbase_start.add_argument("--heap", default="256m", metavar="SIZE",
+                             help="maximum JVM heap, e.g. 256m or 1g (default 256m)")
+    hbase_sub.add_parser("stop", help="stop the HBase started by `hbase start`")
+    hbase_sub.add_parser("status", help="print the Thrift gateway of the running HBase")
+
+    sub.add_parser("setup", help="check Java and Maven and resolve the Kafka and HBase jars "
+                                 "into the cache")
 
     demo = sub.add_parser("demo", help="run the streaming demo against a local or given broker")
     demo.add_argument("--bootstrap-servers", metavar="HOST:PORT",
@@ -61,6 +76,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.action == "stop":
                 return broker_process.stop_broker()
             return broker_process.broker_status()
+        if args.command == "hbase":
+            from dstream_kafka.services import hbase_process
+
+            if args.action == "start":
+                if _jvm_size(args.heap) is None:
+                    parser.error(f"--heap must be a JVM size such as 256m or 1g, got {args.heap!r}")
+                return hbase_process.start_hbase_foreground(args.data_dir, args.heap)
+            if args.action == "stop":
+                return hbase_process.stop_hbase()
+            return hbase_process.hbase_status()
         if args.command == "setup":
             return _setup()
         if args.command == "demo":
@@ -76,15 +101,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2  # pragma: no cover - parser.error exits
 
 
+def _jvm_size(text: str) -> int | None:
+    """Return a JVM memory size (``256m``, ``1g``, ``524288k``) in bytes, or None if malformed."""
+    units = {"k": 2**10, "m": 2**20, "g": 2**30}
+    body, unit = (text[:-1], units[text[-1].lower()]) if text[-1:].lower() in units else (text, 1)
+    return int(body) * unit if body.isdigit() and int(body) > 0 else None
+
+
 def _setup() -> int:
     from dstream_kafka.services.environment import require_java, require_maven
+    from dstream_kafka.services.hbase import prepare_hbase
     from dstream_kafka.services.kafka import kafka_classpath
-    from dstream_kafka.services.maven import KAFKA_VERSION
+    from dstream_kafka.services.maven import HBASE_VERSION, KAFKA_VERSION
 
     print(f"java: {require_java()}")
     print(f"maven: {require_maven()}")
     jars = kafka_classpath().split(":")
     print(f"Apache Kafka {KAFKA_VERSION}: {len(jars)} jars resolved into {jars[0].rsplit('/', 2)[0]}")
+    hbase_jars, launcher = prepare_hbase()
+    print(f"Apache HBase {HBASE_VERSION}: {len(hbase_jars)} jars resolved into "
+          f"{hbase_jars[0].parent.parent}; " + (
+              f"one-JVM launcher compiled into {launcher}" if launcher is not None else
+              "no javac (install openjdk-17-jdk-headless): the Thrift gateway runs as a second JVM"))
     return 0
 
 

@@ -18,6 +18,7 @@ from dstream_kafka.services.spark import prepare_environment
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
+    from dstream_kafka.services.hbase import HBaseServer
     from dstream_kafka.services.kafka import KafkaCluster
     from dstream_kafka.testing.postgres import PostgresServer
     from dstream_kafka.testing.spark_cluster import SparkStandaloneCluster
@@ -80,6 +81,17 @@ def zookeeper() -> Iterator[ZooKeeperServer]:
 
     server = ZooKeeperServer()
     server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def hbase() -> Iterator[HBaseServer]:
+    """A standalone HBase 2.6 with its Thrift1 gateway on 127.0.0.1 (started on demand)."""
+    from dstream_kafka.services.hbase import HBaseServer
+
+    server = HBaseServer()
+    server.start(timeout=180.0)
     yield server
     server.stop()
 

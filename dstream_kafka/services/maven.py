@@ -18,11 +18,13 @@ from xml.sax.saxutils import escape
 from dstream_kafka.errors import ServiceError
 from dstream_kafka.services.environment import cache_dir, require_maven
 
-__all__ = ["resolve_classpath", "KAFKA_VERSION", "kafka_artifacts"]
+__all__ = ["resolve_classpath", "KAFKA_VERSION", "kafka_artifacts", "HBASE_VERSION", "hbase_artifacts"]
 
 #: The Apache Kafka release the local broker runs (KRaft mode).
 KAFKA_VERSION = "4.1.1"
 _LOG4J_VERSION = "2.24.3"
+#: The Apache HBase release the local test server runs (standalone mode plus its Thrift gateway).
+HBASE_VERSION = "2.6.1"
 
 
 def kafka_artifacts(version: str = KAFKA_VERSION) -> list[str]:
@@ -33,6 +35,16 @@ def kafka_artifacts(version: str = KAFKA_VERSION) -> list[str]:
         # Kafka's pom leaves the slf4j binding to the distribution; without one the broker is silent.
         f"org.apache.logging.log4j:log4j-slf4j-impl:{_LOG4J_VERSION}",
     ]
+
+
+def hbase_artifacts(version: str = HBASE_VERSION) -> list[str]:
+    """Return the Maven coordinates of a standalone HBase with its Thrift gateway.
+
+    ``hbase-thrift`` depends on ``hbase-server`` (master, region server, ``LocalHBaseCluster``),
+    ``hbase-zookeeper`` (the in-process ZooKeeper of standalone mode), Hadoop 2.10 for the
+    ``file://`` root folder and the reload4j logging binding, so it is the only coordinate needed.
+    """
+    return [f"org.apache.hbase:hbase-thrift:{version}"]
 
 
 def _pom(artifacts: Sequence[str]) -> str:

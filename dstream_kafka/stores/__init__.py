@@ -6,6 +6,7 @@
 ``OffsetStores.sqlite``        SQLite file, results and offsets in one transaction (default)
 ``OffsetStores.postgres``      PostgreSQL, results and offsets in one transaction
 ``OffsetStores.zookeeper``     ZooKeeper, ``/consumers/<group>/offsets/<topic>/<partition>``
+``OffsetStores.hbase``         HBase table ``<topic>:<group>:<batchTimeMillis>`` (happybase, Thrift1)
 =============================  ==============================================================
 
 Every store implements :class:`OffsetStore` (see :mod:`dstream_kafka.stores.base` for the
@@ -13,7 +14,7 @@ rules: atomic commits, fencing of a second driver, idempotent re-commit); its re
 :mod:`dstream_kafka.stores.records`. The checkpoint, SQL and ZooKeeper stores can mirror every
 commit to a Kafka group for lag tools (``also_commit_to_kafka_group``,
 :mod:`dstream_kafka.stores.mirror`). Store modules import their optional dependencies
-(psycopg2, kazoo) only when a store is created.
+(psycopg2, kazoo, happybase) only when a store is created.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from dstream_kafka.stores.base import OffsetStore, Transaction, TransactionalOffsetStore
 from dstream_kafka.stores.checkpoint import CheckpointOffsetStore
+from dstream_kafka.stores.hbase import HBaseOffsetStore
 from dstream_kafka.stores.kafka_group import KafkaGroupOffsetStore
 from dstream_kafka.stores.mirror import KafkaGroupMirror, MirrorTarget
 from dstream_kafka.stores.records import CommitRecord, DataLossRecord, PlannedBatch
@@ -34,6 +36,7 @@ __all__ = [
     "CheckpointOffsetStore",
     "CommitRecord",
     "DataLossRecord",
+    "HBaseOffsetStore",
     "KafkaGroupMirror",
     "KafkaGroupOffsetStore",
     "OffsetStore",
@@ -82,3 +85,9 @@ class OffsetStores:
     def zookeeper(hosts: Any = "127.0.0.1:2181", **kwargs: Any) -> ZooKeeperOffsetStore:
         """Offsets in ZooKeeper at ``/consumers/<group>/offsets/<topic>/<partition>``."""
         return ZooKeeperOffsetStore(hosts, **kwargs)
+
+    @staticmethod
+    def hbase(host: str = "127.0.0.1", port: int = 9090, **kwargs: Any) -> HBaseOffsetStore:
+        """Offsets in an HBase table through its Thrift1 gateway (``table``, ``ttl_days``,
+        ``timeout``, ``create_table``, mirror); see :mod:`dstream_kafka.stores.hbase`."""
+        return HBaseOffsetStore(host, port, **kwargs)

@@ -1,4 +1,4 @@
-"""Helpers the integration tests share: waiting for a condition and collecting batches.
+"""Helpers the integration tests share: waiting for a condition, collecting batches, processes.
 
 Pytest puts this folder on ``sys.path`` (it has no ``__init__.py``), so test modules import it
 as ``from support import wait_until``.
@@ -6,6 +6,7 @@ as ``from support import wait_until``.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -51,3 +52,16 @@ def string_params(kafka: Any, group: str, **extra: Any) -> dict[str, Any]:
     """kafkaParams for the session's broker and ``group``: values arrive as str, then ``extra``."""
     return {"bootstrap.servers": kafka.bootstrap_servers, "group.id": group,
             "value.deserializer": STRING_DESERIALIZER, **extra}
+
+
+def process_alive(pid: int) -> bool:
+    """Return True while process ``pid`` exists and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -8,7 +8,9 @@ read as a user's program would:
 ``KAFKA_BOOTSTRAP_SERVERS``
     the session's broker, with the topic ``events`` (two partitions, ``RECORDS`` records each);
 ``POSTGRES_DSN``
-    the session's PostgreSQL server (started only for a block that reads it).
+    the session's PostgreSQL server (started only for a block that reads it);
+``HBASE_THRIFT``
+    ``host:port`` of the session's HBase Thrift1 gateway (started only for a block that reads it).
 
 A streaming example ends with ``ssc.awaitTermination()``, which waits for a stop as a program
 does; the test stops the example's ``ssc`` gracefully once its ``stream`` has read every record
@@ -74,6 +76,9 @@ def example_env(request: pytest.FixtureRequest, kafka: Any, events: str, sc: Any
         postgres = request.getfixturevalue("postgres")
         monkeypatch.setenv("POSTGRES_DSN", " ".join(
             f"{key}={value}" for key, value in postgres.dsn_params().items()))
+    if "HBASE_THRIFT" in request.node.callspec.params["code"]:
+        hbase = request.getfixturevalue("hbase")
+        monkeypatch.setenv("HBASE_THRIFT", hbase.thrift_url)
     yield
 
 

@@ -1,7 +1,7 @@
 """One contract, every offset store: the same tests run against each backend on real services.
 
 Backends: checkpoint directory (local path and ``file://`` URI through Hadoop), Kafka consumer
-group, SQLite, PostgreSQL and ZooKeeper. Each test gets its own group id (and directory/file),
+group, SQLite, PostgreSQL, ZooKeeper and HBase (Thrift1). Each test gets its own group id (and directory/file),
 and builds stores with ``backend.make()``; two stores from one backend are two drivers on the
 same group and store.
 """
@@ -17,7 +17,7 @@ from dstream_kafka.errors import OffsetFencedError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.stores import OffsetStore, OffsetStores
 
-BACKENDS = ["checkpoint-local", "checkpoint-hadoop", "kafka-group", "sqlite", "postgres", "zookeeper"]
+BACKENDS = ["checkpoint-local", "checkpoint-hadoop", "kafka-group", "sqlite", "postgres", "zookeeper", "hbase"]
 
 
 class Backend:
@@ -70,6 +70,9 @@ def backend(request: pytest.FixtureRequest, tmp_path, unique) -> Any:
     elif name == "postgres":
         pg = request.getfixturevalue("postgres")
         make = lambda **kw: OffsetStores.postgres(table_prefix="contract_", **pg.dsn_params(), **kw)  # noqa: E731
+    elif name == "hbase":
+        hb = request.getfixturevalue("hbase")
+        make = lambda **kw: OffsetStores.hbase(hb.host, hb.thrift_port, **kw)  # noqa: E731
     else:
         zk = request.getfixturevalue("zookeeper")
         make = lambda **kw: OffsetStores.zookeeper(zk.hosts, **kw)  # noqa: E731

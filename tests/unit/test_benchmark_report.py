@@ -376,6 +376,13 @@ def test_partitions_expand_into_sub_workloads() -> None:
     assert partition_counts_of(["drain", "partitions-px"]) == []
 
 
+def test_the_exactly_once_workload_offers_the_hbase_store_beside_the_others() -> None:
+    args = parse_args(["--workloads", "exactly-once", "--eo-stores", "sqlite,postgres,kafka,hbase",
+                       "--out", "/tmp/x"])
+    assert args.eo_stores == ["sqlite", "postgres", "kafka", "hbase"]
+    assert "hbase" in parse_args(["--out", "/tmp/x"]).eo_stores  # part of the default set
+
+
 def test_new_options_quick_preset_and_validation() -> None:
     args = parse_args(["--quick", "--workloads", "overhead,exactly-once,partitions", "--out", "/tmp/x"])
     assert args.intervals == [0.1, 0.25, 0.5, 1.0]

@@ -26,6 +26,17 @@ def test_missing_java_names_the_package_to_install(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_hbase_start_without_java_names_the_package_to_install_in_one_line(tmp_path):
+    env = {**os.environ, "PATH": str(tmp_path), "DSTREAM_KAFKA_RUN_DIR": str(tmp_path / "run")}
+    result = _run_cli(["hbase", "start"], env)
+    assert result.returncode == 1
+    assert "java is required" in result.stderr
+    assert "apt-get install -y openjdk-17-jre-headless" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not (tmp_path / "run" / "hbase.json").exists()
+
+
 def test_missing_maven_names_the_package_to_install_when_jars_are_not_cached(tmp_path):
     java = Path(subprocess.run(["sh", "-c", "command -v java"], capture_output=True,
                                text=True).stdout.strip())

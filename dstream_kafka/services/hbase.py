@@ -1,0 +1,613 @@
+"""A real Apache HBase in standalone mode with its Thrift gateway, on 127.0.0.1, from Maven jars.
+
+Standalone mode runs the master, one region server and an embedded ZooKeeper in one JVM
+(``HMaster start`` with ``hbase.cluster.distributed=false``), with its root folder on the local
+filesystem. The Thrift1 gateway (the ``Hbase`` service that happybase speaks) runs in the same
+JVM through a tiny launcher class that this module compiles once into the cache folder; without
+``javac`` (a JRE-only machine) the gateway runs as a second JVM instead.
+
+Every port is a free port on 127.0.0.1, every file lives in one temporary folder, readiness is a
+real happybase round trip under an overall deadline, and stop sends SIGTERM, then SIGKILL after a
+short grace (a clean HBase shutdown takes 6-12 s, and a temporary folder is thrown away anyway)
+and removes the folder. A folder given as ``data_dir`` is kept, and stop then waits for the clean
+shutdown, so a later start finds the tables again.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Mapping
+from xml.sax.saxutils import escape
+
+from dstream_kafka.errors import MissingDependencyError, ServiceError
+from dstream_kafka.services.environment import (
+    ManagedProcess,
+    cache_dir,
+    free_port,
+    port_open,
+    require_executable,
+    require_java,
+)
+from dstream_kafka.services.maven import HBASE_VERSION, hbase_artifacts, resolve_classpath
+
+__all__ = ["HBaseServer", "hbase_classpath", "prepare_hbase", "JAVA17_FLAGS"]
+
+#: What HBase 2.6's ``bin/hbase`` adds on Java 11+ (HBASE-28259, HBASE-27643): without them
+#: netty logs an ``InaccessibleObjectException`` and falls back to slower code paths.
+JAVA17_FLAGS: tuple[str, ...] = (
+    "-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true",
+    "--add-modules", "jdk.unsupported",
+    "--add-opens", "java.base/java.io=ALL-UNNAMED",
+    "--add-opens", "java.base/java.nio=ALL-UNNAMED",
+    "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens", "java.base/java.lang=ALL-UNNAMED",
+    "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-opens", "java.base/java.lang.reflect=ALL-UNNAMED",
+    "--add-opens", "java.base/java.util=ALL-UNNAMED",
+    "--add-opens", "java.base/java.util.concurrent=ALL-UNNAMED",
+    "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-exports", "java.security.jgss/sun.security.krb5=ALL-UNNAMED",
+    "--add-exports", "java.base/sun.net.dns=ALL-UNNAMED",
+    "--add-exports", "java.base/sun.net.util=ALL-UNNAMED",
+)
+
+_LAUNCHER_CLASS = "DStreamKafkaHBaseLauncher"
+
+# Runs HMaster (standalone: ZooKeeper + master + region server) on one thread and the Thrift1
+# gateway on the main thread of the same JVM. Reflection keeps the compile independent of the
+# HBase jars, so javac needs no classpath and the class works for any 2.x release.
+_LAUNCHER_SOURCE = """\
+public final class DStreamKafkaHBaseLauncher {
+    private static void run(String mainClass, String[] args) throws Exception {
+        Class.forName(mainClass).getMethod("main", String[].class).invoke(null, (Object) args);
+    }
+
+    public static void main(String[] args) throws Exception {
+        Thread hbase = new Thread(() -> {
+            try {
+                run("org.apache.hadoop.hbase.master.HMaster", new String[] {"start"});
+            } catch (Throwable t) {
+                t.printStackTrace();
+                Runtime.getRuntime().halt(1);
+            }
+        }, "dstream-kafka-hbase-master");
+        hbase.start();
+        try {
+            run("org.apache.hadoop.hbase.thrift.ThriftServer", args);
+        } catch (Throwable t) {
+            t.printStackTrace();
+            Runtime.getRuntime().halt(2);
+        }
+    }
+}
+"""
+
+_LOG4J = """\
+log4j.rootLogger=INFO,file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File={log}
+log4j.appender.file.Append=true
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=%d{{ISO8601}} %-5p [%t] %c{{2}}: %m%n
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.org.apache.hadoop=WARN
+log4j.logger.org.apache.hadoop.hbase=INFO
+log4j.logger.org.apache.hadoop.hbase.zookeeper=WARN
+log4j.logger.org.apache.hadoop.hbase.ScheduledChore=WARN
+log4j.logger.org.apache.hadoop.hbase.io.hfile=WARN
+log4j.logger.org.apache.hadoop.hbase.http=WARN
+log4j.logger.org.apache.hadoop.metrics2=ERROR
+log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
+log4j.logger.org.apache.hbase.thirdparty=WARN
+"""
+
+# Log lines that dump the classpath or the environment: tens of kilobytes each, never useful in
+# an error message.
+_NOISE = ("java.class.path", "CLASSPATH", "java.library.path", "env:", "Client environment:",
+          "Server environment:", "vmInputArguments")
+
+
+def hbase_classpath(version: str = HBASE_VERSION) -> list[Path]:
+    """Return the jars of standalone HBase and its Thrift gateway, resolving them on first use.
+
+    Parameters
+    ----------
+    version : str
+        HBase release.
+
+    Returns
+    -------
+    list of Path
+        Jar files, sorted by name.
+
+    Raises
+    ------
+    MissingDependencyError
+        Maven is needed for the first resolution and is not installed.
+    ServiceError
+        Maven could not resolve the jars.
+    """
+    try:
+        return resolve_classpath(f"hbase-{version}", hbase_artifacts(version))
+    except MissingDependencyError as exc:
+        raise MissingDependencyError(str(exc).replace("Apache Kafka", "Apache HBase")) from None
+
+
+def _compiled_launcher() -> Path | None:
+    """Return the folder holding the compiled launcher class, or None without ``javac``."""
+    javac = shutil.which("javac")
+    if javac is None:
+        return None
+    digest = hashlib.sha256(_LAUNCHER_SOURCE.encode()).hexdigest()[:12]
+    folder = cache_dir() / "hbase-launcher" / digest
+    if (folder / f"{_LAUNCHER_CLASS}.class").is_file():
+        return folder
+    build = Path(tempfile.mkdtemp(prefix="launcher-", dir=cache_dir()))
+    try:
+        source = build / f"{_LAUNCHER_CLASS}.java"
+        source.write_text(_LAUNCHER_SOURCE)
+        proc = subprocess.run([javac, "--release", "11", "-d", str(build), str(source)],
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            return None  # a broken JDK: fall back to a separate gateway JVM
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(build, folder)  # atomic, so two processes may race safely
+        except OSError:
+            if not (folder / f"{_LAUNCHER_CLASS}.class").is_file():
+                raise
+        return folder
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+
+
+def prepare_hbase(version: str = HBASE_VERSION) -> tuple[list[Path], Path | None]:
+    """Resolve the HBase jars and compile the one-JVM launcher now, as ``dstream-kafka setup`` does.
+
+    Both are cached, so a later :meth:`HBaseServer.start` neither downloads nor compiles.
+
+    Parameters
+    ----------
+    version : str
+        HBase release.
+
+    Returns
+    -------
+    tuple of (list of Path, Path or None)
+        The jars, and the folder of the compiled launcher class; None without ``javac`` (a
+        JRE-only machine), where the Thrift gateway runs as a second JVM. Errors are those of
+        :func:`hbase_classpath`.
+    """
+    return hbase_classpath(version), _compiled_launcher()
+
+
+def _site_xml(props: Mapping[str, Any]) -> str:
+    rows = "".join(
+        f"  <property><name>{escape(str(k))}</name><value>{escape(str(v))}</value></property>\n"
+        for k, v in props.items()
+    )
+    return f'<?xml version="1.0"?>\n<configuration>\n{rows}</configuration>\n'
+
+
+def _filtered_tail(path: Path, lines: int = 30, width: int = 400) -> str:
+    """Return the last ``lines`` useful lines of a log, without classpath or environment dumps."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return f"(no {path.name})"
+    kept = [
+        line if len(line) <= width else line[:width] + " […]"
+        for line in text.splitlines()
+        if line.strip() and not any(marker in line for marker in _NOISE)
+    ]
+    return "\n".join(kept[-lines:]) or f"({path.name} is empty)"
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class HBaseServer:
+    """A standalone HBase 2.6 with a Thrift1 gateway on 127.0.0.1, for tests, benchmarks and users.
+
+    Parameters
+    ----------
+    heap : str
+        Maximum heap (``-Xmx``) of the HBase JVM, which holds ZooKeeper, the master, the region
+        server and, when ``javac`` exists, the Thrift gateway. 256 MiB serves tests and
+        benchmarks. The resident size hardly depends on it (about 210 MiB when ready, 290 MiB
+        after 2000 puts, with 160 MiB or 256 MiB alike): classes, code and threads dominate.
+    thrift_heap : str
+        Heap of the separate gateway JVM, used only when the launcher cannot be compiled.
+    data_dir : str or Path, optional
+        Folder of the HBase root, the ZooKeeper data and the logs. A given folder is kept after
+        :meth:`stop` (and stop then waits longer for a clean shutdown); by default a temporary
+        folder is used and removed.
+    site_config : mapping, optional
+        Extra ``hbase-site.xml`` entries, applied last.
+    version : str
+        HBase release resolved from Maven Central.
+    stop_grace : float, optional
+        Seconds between SIGTERM and SIGKILL on :meth:`stop`. A clean HBase shutdown takes 6-12 s
+        on two busy cores (25 s with HBase's default ZooKeeper retries), so the default is 2 s
+        for a temporary folder (nothing to keep) and 60 s for a given ``data_dir``.
+
+    Examples
+    --------
+    >>> with HBaseServer() as hbase:                           # doctest: +SKIP
+    ...     conn = hbase.connection()
+    ...     conn.create_table("t", {"cf": dict(max_versions=1)})
+    ...     conn.table("t").put(b"row", {b"cf:q": b"v"})
+    """
+
+    host = "127.0.0.1"
+
+    def __init__(self, heap: str = "256m", thrift_heap: str = "96m",
+                 data_dir: str | Path | None = None, site_config: Mapping[str, Any] | None = None,
+                 version: str = HBASE_VERSION, stop_grace: float | None = None) -> None:
+        self.heap = heap
+        self.thrift_heap = thrift_heap
+        self.version = version
+        self.extra_config = dict(site_config or {})
+        self._keep_data = data_dir is not None
+        self._root: Path | None = Path(data_dir).resolve() if data_dir is not None else None
+        self.stop_grace = stop_grace if stop_grace is not None else (60.0 if self._keep_data else 2.0)
+        self.thrift_port = 0
+        self.zookeeper_port = 0
+        self.master_port = 0
+        self.regionserver_port = 0
+        self._hbase: ManagedProcess | None = None
+        self._thrift: ManagedProcess | None = None
+        self._java: str | None = None
+        self._started = False
+        #: Seconds from launch to the first successful happybase round trip (set by start()).
+        self.startup_seconds: float | None = None
+        #: Seconds the last stop() took, kill and folder removal included.
+        self.stop_seconds: float | None = None
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def data_dir(self) -> Path:
+        """The folder of this server's data, configuration and logs."""
+        if self._root is None:
+            raise ServiceError("the HBase server has no data folder before start()")
+        return self._root
+
+    @property
+    def conf_dir(self) -> Path:
+        """The folder holding ``hbase-site.xml`` and ``log4j.properties``."""
+        return self.data_dir / "conf"
+
+    @property
+    def log_path(self) -> Path:
+        """HBase's log file (reload4j, INFO)."""
+        return self.data_dir / "logs" / "hbase.log"
+
+    @property
+    def thrift_url(self) -> str:
+        """``host:port`` of the Thrift1 gateway."""
+        return f"{self.host}:{self.thrift_port}"
+
+    @property
+    def single_jvm(self) -> bool:
+        """True when the gateway runs inside the HBase JVM (no separate gateway process)."""
+        return self._hbase is not None and self._thrift is None
+
+    def pids(self) -> list[int]:
+        """Process ids of the running JVMs (HBase first, then a separate gateway if any)."""
+        return [p.pid for p in (self._hbase, self._thrift)
+                if p is not None and p.pid is not None and p.running()]
+
+    def rss_bytes(self) -> int:
+        """Resident memory of all of this server's JVMs, in bytes (0 when stopped)."""
+        return sum(_rss_bytes(pid) for pid in self.pids())
+
+    def running(self) -> bool:
+        """True while every JVM of this server runs."""
+        procs = [p for p in (self._hbase, self._thrift) if p is not None]
+        return self._started and bool(procs) and all(p.running() for p in procs)
+
+    def __enter__(self) -> "HBaseServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self, timeout: float = 120.0) -> "HBaseServer":
+        """Resolve the jars if needed, write the configuration, start HBase and wait for Thrift.
+
+        Parameters
+        ----------
+        timeout : float
+            Overall deadline in seconds, from launch to the first successful happybase round
+            trip. On a cold, busy 2-core machine the start takes 15-40 s.
+
+        Returns
+        -------
+        HBaseServer
+            ``self``, started.
+
+        Raises
+        ------
+        MissingDependencyError
+            Java 17, Maven (first run only) or happybase is missing.
+        ServiceError
+            HBase exited or did not answer in time; the message holds the filtered log tail.
+        """
+        if self._started:
+            return self
+        self._connection_module()  # fail before launching anything when happybase is missing
+        require_executable("java", ["openjdk-17-jre-headless"], "to run HBase")
+        self._java = require_java()
+        jars = hbase_classpath(self.version)
+        launcher = _compiled_launcher()
+        if self._root is None:
+            self._root = Path(tempfile.mkdtemp(prefix="dstream-kafka-hbase-"))
+        for sub in ("conf", "logs", "tmp", "zk"):
+            (self._root / sub).mkdir(parents=True, exist_ok=True)
+        self.zookeeper_port, self.master_port, self.regionserver_port, self.thrift_port = (
+            self._choose_ports()
+        )
+        self._write_config()
+        self._started = True
+        atexit.register(self.stop)
+        launched = time.monotonic()
+        try:
+            self._launch(jars, launcher)
+            self._wait_ready(timeout, launched)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - launched
+        return self
+
+    def stop(self) -> None:
+        """Stop the JVMs (SIGTERM, SIGKILL after ``stop_grace`` s) and remove a temporary folder."""
+        if not self._started:
+            return
+        self._started = False
+        began = time.monotonic()
+        for proc in (self._thrift, self._hbase):
+            if proc is not None:
+                proc.stop(timeout=self.stop_grace)
+        if not self._keep_data and self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+        self.stop_seconds = time.monotonic() - began
+        try:
+            atexit.unregister(self.stop)
+        except Exception:  # pragma: no cover - interpreter shutting down
+            pass
+
+    def kill(self) -> None:
+        """SIGKILL every JVM at once, as a crash would; the folder is kept until :meth:`stop`."""
+        for proc in (self._thrift, self._hbase):
+            if proc is not None:
+                proc.kill()
+
+    # ------------------------------------------------------------------ clients
+    @staticmethod
+    def _connection_module() -> Any:
+        try:
+            import happybase
+        except ImportError as exc:
+            raise MissingDependencyError(
+                "happybase is required for HBase; install it with `pip install dstream_kafka[hbase]`."
+            ) from exc
+        return happybase
+
+    def connection(self, timeout_ms: int = 30000, **kwargs: Any) -> Any:
+        """Return a new ``happybase.Connection`` to the Thrift gateway.
+
+        Parameters
+        ----------
+        timeout_ms : int
+            Socket timeout of every Thrift call, in milliseconds.
+        **kwargs
+            Other ``happybase.Connection`` arguments (``table_prefix``, ...). The transport and
+            protocol must stay ``buffered``/``binary``: that is what the gateway serves.
+
+        Returns
+        -------
+        happybase.Connection
+            An open connection; close it when done.
+        """
+        happybase = self._connection_module()
+        if not self.thrift_port:
+            raise ServiceError("the HBase server is not started")
+        return happybase.Connection(self.host, self.thrift_port, timeout=timeout_ms,
+                                    transport="buffered", protocol="binary", **kwargs)
+
+    # ------------------------------------------------------------------ internals
+    def _choose_ports(self) -> tuple[int, int, int, int]:
+        """Return free ZooKeeper, master, region server and Thrift ports.
+
+        A kept data folder records its ports and gets the same ones again when they are still
+        free, so clients configured with the Thrift address keep working across restarts.
+        """
+        record = self.data_dir / "ports.json"
+        ports: list[int] = []
+        if self._keep_data and record.is_file():
+            try:
+                ports = [int(p) for p in json.loads(record.read_text())][:4]
+            except (OSError, ValueError, TypeError):
+                ports = []
+            ports = [p for p in ports if 0 < p < 65536 and not port_open(p)]
+            if len(ports) != 4 or len(set(ports)) != 4:
+                ports = []
+        while len(ports) < 4:
+            port = free_port()
+            if port not in ports:
+                ports.append(port)
+        if self._keep_data:
+            record.write_text(json.dumps(ports))
+        return ports[0], ports[1], ports[2], ports[3]
+
+    def _write_config(self) -> None:
+        root = self.data_dir
+        props: dict[str, Any] = {
+            "hbase.cluster.distributed": "false",
+            "hbase.rootdir": (root / "hbase").as_uri(),
+            "hbase.tmp.dir": str(root / "tmp"),
+            "hbase.zookeeper.quorum": self.host,
+            "hbase.zookeeper.property.clientPort": self.zookeeper_port,
+            "hbase.zookeeper.property.dataDir": str(root / "zk"),
+            # Without it the master aborts on file:// (no hflush) and the JVM does not exit.
+            "hbase.unsafe.stream.capability.enforce": "false",
+            "hbase.master.port": self.master_port,
+            "hbase.regionserver.port": self.regionserver_port,
+            "hbase.master.ipc.address": self.host,
+            "hbase.regionserver.ipc.address": self.host,
+            "hbase.master.hostname": "localhost",
+            "hbase.unsafe.regionserver.hostname": "localhost",
+            "hbase.master.info.port": -1,
+            "hbase.regionserver.info.port": -1,
+            # One region server: do not wait 4.5 s for more.
+            "hbase.master.wait.on.regionservers.mintostart": 1,
+            "hbase.master.wait.on.regionservers.maxtostart": 1,
+            # On SIGTERM the embedded ZooKeeper goes first and the region server then retries the
+            # delete of its ephemeral znode with backoff: 4 tries from 1 s took 20 of the 25 s of a
+            # clean stop. 2 tries from 200 ms bring a clean stop to 6-8 s.
+            "zookeeper.recovery.retry": 1,
+            "zookeeper.recovery.retry.intervalmill": 200,
+            # The first report to the master retries after this interval (3 s by default).
+            "hbase.regionserver.msginterval": 1000,
+            # Fewer threads: less memory and less scheduling on two cores.
+            "hbase.regionserver.handler.count": 8,
+            "hbase.regionserver.metahandler.count": 4,
+            "hbase.master.handler.count": 8,
+            "hbase.thrift.minWorkerThreads": 4,
+            "hbase.thrift.info.port": -1,
+            "hbase.regionserver.thrift.ipaddress": self.host,
+            "hbase.regionserver.thrift.port": self.thrift_port,
+        }
+        props.update(self.extra_config)
+        self.conf_dir.joinpath("hbase-site.xml").write_text(_site_xml(props))
+        self.conf_dir.joinpath("log4j.properties").write_text(_LOG4J.format(log=self.log_path))
+
+    def _java_argv(self, heap: str, classpath: list[str], main: str, *args: str) -> list[str]:
+        assert self._java is not None
+        initial = _mebibytes(heap)
+        return [
+            self._java, f"-Xmx{heap}", *([f"-Xms{min(64, initial)}m"] if initial else []),
+            # A small serial-GC JVM: the least native memory, and no GC threads fighting the
+            # other services for the two cores.
+            "-XX:+UseSerialGC", "-XX:MaxDirectMemorySize=128m", "-XX:ReservedCodeCacheSize=64m",
+            "-XX:+ExitOnOutOfMemoryError",
+            "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
+            f"-Djava.io.tmpdir={self.data_dir / 'tmp'}",
+            f"-Dlog4j.configuration={(self.conf_dir / 'log4j.properties').as_uri()}",
+            f"-Dhbase.log.dir={self.data_dir / 'logs'}",
+            *JAVA17_FLAGS,
+            "-cp", os.pathsep.join(classpath), main, *args,
+        ]
+
+    def _thrift_args(self) -> list[str]:
+        return ["-p", str(self.thrift_port), "-b", self.host, "--infoport", "-1", "start"]
+
+    def _launch(self, jars: list[Path], launcher: Path | None) -> None:
+        classpath = [str(self.conf_dir), *(str(j) for j in jars)]
+        logs = self.data_dir / "logs"
+        self._hbase = self._thrift = None  # a restart must not see the previous run's processes
+        if launcher is not None:
+            self._hbase = ManagedProcess(
+                "HBase (standalone + Thrift)",
+                self._java_argv(self.heap, [str(launcher), *classpath], _LAUNCHER_CLASS,
+                                *self._thrift_args()),
+                logs / "hbase.out",
+            )
+            self._hbase.start()
+            return
+        self._hbase = ManagedProcess(
+            "HBase (standalone)",
+            self._java_argv(self.heap, classpath, "org.apache.hadoop.hbase.master.HMaster", "start"),
+            logs / "hbase.out",
+        )
+        self._hbase.start()
+        self._thrift = ManagedProcess(
+            "HBase Thrift gateway",
+            self._java_argv(self.thrift_heap, classpath, "org.apache.hadoop.hbase.thrift.ThriftServer",
+                            *self._thrift_args()),
+            logs / "thrift.out",
+        )
+        self._thrift.start()
+
+    def _failure(self, headline: str) -> ServiceError:
+        parts = [headline]
+        for proc in (self._hbase, self._thrift):
+            if proc is not None:
+                parts.append(f"--- {proc.log_path.name}:\n{_filtered_tail(proc.log_path, lines=10)}")
+        parts.append(f"--- {self.log_path.name}:\n{_filtered_tail(self.log_path)}")
+        return ServiceError("\n".join(parts))
+
+    def _probe(self) -> str | None:
+        """One real round trip through the gateway: list the tables, then read from hbase:meta.
+
+        The gateway accepts connections before HBase is ready; listing tables needs the master,
+        and a read of ``hbase:meta`` needs the region server to serve the meta region (before
+        that it fails with "Cannot get the location ... in hbase:meta"). Returns None when both
+        answered, else the error text.
+        """
+        conn = None
+        try:
+            conn = self.connection(timeout_ms=5000)
+            conn.tables()
+            conn.table("hbase:meta").row(b"hbase:namespace")
+            return None
+        except Exception as exc:  # any Thrift, socket or HBase error means "not yet"
+            return f"{type(exc).__name__}: {exc}"
+        finally:
+            if conn is not None:
+                try:
+                    conn.close()
+                except Exception:
+                    pass
+
+    def _wait_ready(self, timeout: float, launched: float) -> None:
+        deadline = launched + timeout
+        last = "no answer yet"
+        while True:
+            for proc in (self._hbase, self._thrift):
+                if proc is not None and not proc.running():
+                    assert proc.proc is not None
+                    raise self._failure(
+                        f"{proc.name} exited with code {proc.proc.returncode} while starting "
+                        f"(data in {self.data_dir})."
+                    )
+            problem = self._probe()
+            if problem is None:
+                return
+            last = problem
+            if time.monotonic() > deadline:
+                raise self._failure(
+                    f"HBase {self.version} did not answer on {self.thrift_url} within "
+                    f"{timeout:.0f}s; last error: {last[:300]}"
+                )
+            time.sleep(0.5)
+
+
+def _mebibytes(size: str) -> int | None:
+    """Return a JVM size such as ``256m`` or ``1g`` in MiB, or None when it is not one."""
+    text = size.strip().lower()
+    units = {"k": 1 / 1024, "m": 1.0, "g": 1024.0}
+    try:
+        if text and text[-1] in units:
+            return max(1, int(float(text[:-1]) * units[text[-1]]))
+        return max(1, int(text) // (1024 * 1024))
+    except ValueError:
+        return None  # let the JVM say what is wrong with it
