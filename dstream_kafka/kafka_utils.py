@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dstream_kafka.errors import ConfigurationError, DataLossError
-from dstream_kafka.kafka_params import fix_kafka_params
+from dstream_kafka.kafka_params import bootstrap_errors, fix_kafka_params
 from dstream_kafka._spark_internals import (
     is_active_context,
     live_conf,
@@ -103,7 +103,7 @@ def _validate_against_cluster(
     tps = sorted({r.topicPartition() for r in ranges})
     if not tps:
         return
-    with offset_reader(kafkaParams) as reader:
+    with bootstrap_errors(kafkaParams), offset_reader(kafkaParams) as reader:
         reader.check_partitions(tps)
         reading = sorted({r.topicPartition() for r in ranges if r.count() > 0})
         earliest = reader.earliest(reading)
@@ -170,6 +170,9 @@ class KafkaUtils:
         ------
         ConfigurationError
             Bad ranges, strategy or parameters (subclasses name the problem).
+        BrokerTimeoutError
+            No bootstrap server answered within ``bootstrap.timeout.ms`` (kafkaParams,
+            default 30000): the message names the servers and the likely cause.
         UnknownTopicPartitionError
             A topic or partition that does not exist.
         DataLossError
@@ -225,6 +228,8 @@ class KafkaUtils:
         ------
         ConfigurationError, UnknownTopicPartitionError, DataLossError
             See :func:`~dstream_kafka.offset_resolution.resolve_offset_ranges`.
+        BrokerTimeoutError
+            As :meth:`createRDD`.
         """
         _check_context(sc)
         opts = normalize_options({**(options or {}), **moreOptions})
@@ -243,7 +248,8 @@ class KafkaUtils:
                 ) from None
         if locationStrategy is not PreferBrokers:
             _check_strategy(locationStrategy, [])
-        resolution = resolve_offset_ranges(kafkaParams, opts)
+        with bootstrap_errors(kafkaParams):
+            resolution = resolve_offset_ranges(kafkaParams, opts)
         if locationStrategy is PreferBrokers:
             # Unlike createRDD, there is a driver consumer here to look leaders up with.
             hosts = dict(resolution.leaders)
