@@ -164,6 +164,23 @@ def test_a_string_deserializer_still_reads_text(kafka: Any, sc: Any, text_topic:
     assert [r.value for r in rdd.collect()] == [f"word-{i}" for i in range(5)]
 
 
+@pytest.mark.parametrize("fields", [(0, 2**63, 2**63 + 5), (0, 0, 2**63), (2**31, 0, 1)])
+def test_offsets_beyond_the_kafka_range_are_refused_before_any_job(
+        kafka: Any, sc: Any, topic: str, fields: tuple[int, int, int]) -> None:
+    with pytest.raises(InvalidOffsetRangeError) as info:
+        KafkaUtils.createRDD(sc, {"bootstrap.servers": kafka.bootstrap_servers},
+                             [OffsetRange(topic, *fields)])
+    assert topic in str(info.value) and "at most" in str(info.value)
+
+
+def test_starting_offsets_json_beyond_the_64_bit_range_is_refused(
+        kafka: Any, sc: Any, topic: str) -> None:
+    with pytest.raises(ConfigurationError, match="startingOffsets"):
+        KafkaUtils.createRDDFromOptions(
+            sc, {"bootstrap.servers": kafka.bootstrap_servers},
+            {"assign": f'{{"{topic}":[0]}}', "startingOffsets": f'{{"{topic}":{{"0":{2**63}}}}}'})
+
+
 # -- item 13: values of keys not known to be safe are never echoed ------------------------------
 
 
