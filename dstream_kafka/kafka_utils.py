@@ -119,6 +119,13 @@ def _validate_against_cluster(
             )
 
 
+def _check_mapping(name: str, value: Any, example: str) -> None:
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(
+            f"{name} must be a dict, got {type(value).__name__} {value!r:.60}; e.g. {example}"
+        )
+
+
 class KafkaUtils:
     """Factory functions for Kafka RDDs (and, later, direct streams).
 
@@ -227,11 +234,15 @@ class KafkaUtils:
         Raises
         ------
         ConfigurationError, UnknownTopicPartitionError, DataLossError
-            See :func:`~dstream_kafka.offset_resolution.resolve_offset_ranges`.
+            See :func:`~dstream_kafka.offset_resolution.resolve_offset_ranges`;
+            ``ConfigurationError`` too when ``kafkaParams`` or ``options`` is not a dict.
         BrokerTimeoutError
             As :meth:`createRDD`.
         """
         _check_context(sc)
+        _check_mapping("kafkaParams", kafkaParams, '{"bootstrap.servers": "localhost:9092"}')
+        if options is not None:
+            _check_mapping("options", options, '{"subscribe": "events"}')
         opts = normalize_options({**(options or {}), **moreOptions})
         executor_params = fix_kafka_params(kafkaParams)
         min_partitions = opts.get("minPartitions")

@@ -181,6 +181,34 @@ def test_starting_offsets_json_beyond_the_64_bit_range_is_refused(
             {"assign": f'{{"{topic}":[0]}}', "startingOffsets": f'{{"{topic}":{{"0":{2**63}}}}}'})
 
 
+@pytest.mark.parametrize("options", ["subscribe=x", ["subscribe", "x"], 42])
+def test_create_rdd_from_options_refuses_options_that_are_not_a_mapping(
+        kafka: Any, sc: Any, options: Any) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        KafkaUtils.createRDDFromOptions(sc, {"bootstrap.servers": kafka.bootstrap_servers},
+                                        options)
+    assert "options must be a dict" in str(info.value) and '{"subscribe"' in str(info.value)
+
+
+def test_create_rdd_from_options_refuses_a_non_string_option_name(kafka: Any, sc: Any) -> None:
+    with pytest.raises(ConfigurationError, match="option names must be strings"):
+        KafkaUtils.createRDDFromOptions(sc, {"bootstrap.servers": kafka.bootstrap_servers},
+                                        {1: "x"})
+
+
+@pytest.mark.parametrize("topics", [5, [b"bytes-topic"], {"t": 1}])
+def test_create_rdd_from_options_refuses_a_subscribe_value_that_is_not_topic_names(
+        kafka: Any, sc: Any, topics: Any) -> None:
+    with pytest.raises(ConfigurationError, match="'subscribe' must be"):
+        KafkaUtils.createRDDFromOptions(sc, {"bootstrap.servers": kafka.bootstrap_servers},
+                                        {"subscribe": topics})
+
+
+def test_create_rdd_from_options_refuses_kafka_params_that_are_a_string(sc: Any) -> None:
+    with pytest.raises(ConfigurationError, match="kafkaParams must be a dict"):
+        KafkaUtils.createRDDFromOptions(sc, "bootstrap.servers=x", {"subscribe": "x"})
+
+
 # -- item 13: values of keys not known to be safe are never echoed ------------------------------
 
 
