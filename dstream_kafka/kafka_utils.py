@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dstream_kafka.errors import ConfigurationError, DataLossError
+from dstream_kafka.errors import ConfigurationError, DataLossError, InvalidOffsetRangeError
 from dstream_kafka.kafka_params import bootstrap_errors, fix_kafka_params
 from dstream_kafka._spark_internals import (
     is_active_context,
@@ -119,6 +119,26 @@ def _validate_against_cluster(
             )
 
 
+def _check_no_overlap(ranges: Sequence[OffsetRange]) -> None:
+    """Refuse two non-empty ranges of one partition that share an offset (read twice)."""
+    by_partition: dict[TopicPartition, list[OffsetRange]] = {}
+    for r in ranges:
+        if r.count() > 0:
+            by_partition.setdefault(r.topicPartition(), []).append(r)
+    for tp, parts in by_partition.items():
+        parts.sort(key=lambda r: (r.fromOffset, r.untilOffset))
+        for before, after in zip(parts, parts[1:]):
+            if after.fromOffset < before.untilOffset:
+                raise InvalidOffsetRangeError(
+                    f"offsetRanges [{before.fromOffset}, {before.untilOffset}) and "
+                    f"[{after.fromOffset}, {after.untilOffset}) of topic {tp.topic} partition "
+                    f"{tp.partition} overlap, so offsets {after.fromOffset} to "
+                    f"{min(before.untilOffset, after.untilOffset) - 1} would be read twice; "
+                    "give each offset to one range (adjacent ranges such as [0, 5) and [5, 10) "
+                    "are fine)"
+                )
+
+
 def _check_mapping(name: str, value: Any, example: str) -> None:
     if not isinstance(value, Mapping):
         raise ConfigurationError(
@@ -156,7 +176,8 @@ class KafkaUtils:
         always use the executor consumer cache (``spark.streaming.kafka.consumer.cache.enabled``
         applies to direct streams only).
 
-        Before any job runs this checks the ranges' types, the location strategy, the Kafka
+        Before any job runs this checks the ranges' types, that no two non-empty ranges of
+        one partition share an offset (it would be read twice), the location strategy, the Kafka
         parameters and deserializers, that every topic partition exists, and that no
         non-empty range starts below the earliest offset still in the log. Reading past the
         end of the log is detected by the executors (data may still arrive): it fails after
@@ -176,7 +197,8 @@ class KafkaUtils:
         Raises
         ------
         ConfigurationError
-            Bad ranges, strategy or parameters (subclasses name the problem).
+            Bad ranges, strategy or parameters (subclasses name the problem);
+            ``InvalidOffsetRangeError`` for overlapping ranges of one partition.
         BrokerTimeoutError
             No bootstrap server answered within ``bootstrap.timeout.ms`` (kafkaParams,
             default 30000): the message names the servers and the likely cause.
@@ -197,6 +219,7 @@ class KafkaUtils:
                     f"offsetRanges must hold OffsetRange objects, got {r!r}; build them with "
                     "OffsetRange.create(topic, partition, fromOffset, untilOffset)"
                 )
+        _check_no_overlap(ranges)
         hosts = _check_strategy(locationStrategy, ranges)
         executor_params = fix_kafka_params(kafkaParams)
         _validate_against_cluster(kafkaParams, ranges)

@@ -209,6 +209,47 @@ def test_create_rdd_from_options_refuses_kafka_params_that_are_a_string(sc: Any)
         KafkaUtils.createRDDFromOptions(sc, "bootstrap.servers=x", {"subscribe": "x"})
 
 
+# -- item 12: negative rates and overlapping ranges ---------------------------------------------
+
+
+@pytest.mark.parametrize("key,value", [
+    ("spark.streaming.kafka.maxRatePerPartition", "-5"),
+    ("spark.streaming.kafka.minRatePerPartition", "-1"),
+    ("spark.streaming.backpressure.initialRate", "-1"),
+])
+def test_a_negative_rate_is_refused_naming_the_key(sc: Any, key: str, value: str) -> None:
+    conf = sc.getConf().set(key, value)
+    with pytest.raises(ConfigurationError) as info:
+        DefaultPerPartitionConfig(conf)
+        SparkConfReader(conf).backpressure_initial_rate  # noqa: B018 - read for its check
+    assert key in str(info.value) and value in str(info.value)
+
+
+@pytest.mark.parametrize("ranges", [[(0, 5), (0, 5)], [(0, 5), (3, 8)], [(2, 4), (0, 10)]])
+def test_overlapping_ranges_of_one_partition_are_refused_before_any_job(
+        kafka: Any, sc: Any, text_topic: str, ranges: list[tuple[int, int]]) -> None:
+    offset_ranges = [OffsetRange(text_topic, 0, a, b) for a, b in ranges]
+    with pytest.raises(InvalidOffsetRangeError) as info:
+        KafkaUtils.createRDD(sc, {"bootstrap.servers": kafka.bootstrap_servers}, offset_ranges)
+    text = str(info.value)
+    assert f"topic {text_topic} partition 0" in text and "overlap" in text
+
+
+def test_adjacent_ranges_of_one_partition_read_every_record_once(
+        kafka: Any, sc: Any, text_topic: str) -> None:
+    ranges = [OffsetRange(text_topic, 0, 0, 2), OffsetRange(text_topic, 0, 2, 5),
+              OffsetRange(text_topic, 0, 5, 5)]
+    rdd = KafkaUtils.createRDD(sc, {"bootstrap.servers": kafka.bootstrap_servers}, ranges)
+    assert sorted(r.offset for r in rdd.collect()) == [0, 1, 2, 3, 4]
+
+
+def test_create_rdd_from_options_refuses_a_partition_assigned_twice(
+        kafka: Any, sc: Any, text_topic: str) -> None:
+    with pytest.raises(ConfigurationError, match="given twice"):
+        KafkaUtils.createRDDFromOptions(sc, {"bootstrap.servers": kafka.bootstrap_servers},
+                                        {"assign": f'{{"{text_topic}":[0,0]}}'})
+
+
 # -- item 13: values of keys not known to be safe are never echoed ------------------------------
 
 
