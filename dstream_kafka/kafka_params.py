@@ -309,6 +309,9 @@ def _coerce(key: str, shown: str, value: Any, defaults: Mapping[str, Any]) -> An
     if key == "bootstrap_servers":
         return check_bootstrap_servers(value)
     choices = _CHOICES.get(key)
+    if choices is not None and isinstance(value, str):
+        # Java reads these case-insensitively; kafka-python compares exactly.
+        value = value.strip().upper() if key == "security_protocol" else value.strip().lower()
     if choices is not None and value not in choices:
         raise ConfigurationError(
             f"Kafka parameter {shown} must be one of {', '.join(choices)}, got "

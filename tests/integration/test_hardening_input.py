@@ -250,6 +250,13 @@ def test_create_rdd_from_options_refuses_a_partition_assigned_twice(
                                         {"assign": f'{{"{text_topic}":[0,0]}}'})
 
 
+def test_a_lowercase_security_protocol_is_read_as_java_reads_it(kafka: Any, sc: Any,
+                                                                 text_topic: str) -> None:
+    params = {"bootstrap.servers": kafka.bootstrap_servers, "security.protocol": "plaintext",
+              "bootstrap.timeout.ms": "5000"}
+    assert KafkaUtils.createRDD(sc, params, [OffsetRange(text_topic, 0, 0, 5)]).count() == 5
+
+
 # -- item 13: values of keys not known to be safe are never echoed ------------------------------
 
 
