@@ -8,6 +8,7 @@ from typing import Any
 
 from dstream_kafka._kafka_internals import record_offset, to_record
 from dstream_kafka.backends import OffsetOutOfRange, record_decoder
+from dstream_kafka.kafka_params import bootstrap_failure
 from dstream_kafka.record import ConsumerRecord
 
 __all__ = ["KafkaPythonBackend"]
@@ -44,7 +45,14 @@ class KafkaPythonBackend:
         self._value = record_decoder(
             config.pop("value_deserializer", None), "value", topic, partition)
         self._batch = int(config.get("max_poll_records") or DEFAULT_BATCH)
-        consumer = KafkaConsumer(**config)
+        try:
+            consumer = KafkaConsumer(**config)
+        except Exception as exc:
+            # An executor may not reach a broker the driver reached: same explained error.
+            error = bootstrap_failure(config, exc)
+            if error is None:
+                raise
+            raise error from None
         consumer.assign([self.topic_partition])
         self._consumer = consumer
 

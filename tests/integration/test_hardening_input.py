@@ -93,6 +93,14 @@ def test_an_ssl_client_against_a_plaintext_listener_names_the_protocol_mismatch(
         KafkaUtils.createRDD(sc, params, [OffsetRange(topic, 0, 0, 1)])
 
 
+def test_an_executor_consumer_that_cannot_bootstrap_names_the_servers_and_its_bound() -> None:
+    from dstream_kafka.backends.kafka_python import KafkaPythonBackend
+
+    with pytest.raises(BrokerTimeoutError, match="127.0.0.1:1.*bootstrap.timeout.ms=1000"):
+        KafkaPythonBackend("t", 0, {"bootstrap_servers": "127.0.0.1:1",
+                                    "bootstrap_timeout_ms": 1000})
+
+
 # -- item 8: malformed values reach raw Python errors -------------------------------------------
 
 

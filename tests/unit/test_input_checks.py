@@ -67,3 +67,10 @@ def test_another_kafka_timeout_is_not_taken_for_a_bootstrap_failure() -> None:
 
     assert bootstrap_failure({"bootstrap_servers": "h:1"},
                              KafkaTimeoutError("Failed to get offsets by timestamps")) is None
+
+
+def test_a_partition_above_the_java_int_range_is_refused_as_a_topic_partition() -> None:
+    from dstream_kafka.offsets import as_topic_partition
+
+    with pytest.raises(ConfigurationError, match="at most 2147483647"):
+        as_topic_partition(("t", 2**31))
