@@ -3,12 +3,56 @@
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sys
-from typing import Sequence
+from typing import Callable, Sequence
 
 from dstream_kafka.errors import DStreamKafkaError
 
 __all__ = ["main", "build_parser"]
+
+
+def _number(kind: Callable[[str], float], what: str,
+            minimum: float, inclusive: bool) -> Callable[[str], float]:
+    """Return an argparse type: a finite ``kind`` number above (or at) ``minimum``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        low_ok = value >= minimum if inclusive else value > minimum
+        if not math.isfinite(value) or not low_ok:
+            bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
+            raise argparse.ArgumentTypeError(f"expected {what} {bound}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _servers(text: str) -> str:
+    from dstream_kafka.kafka_params import check_bootstrap_servers
+
+    try:
+        check_bootstrap_servers(text)
+    except DStreamKafkaError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _topic(text: str) -> str:
+    # Kafka's own rule for topic names (Topic.validate).
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", text) or text in (".", ".."):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a Kafka topic name: use 1 to 249 of A-Z a-z 0-9 . _ -")
+    return text
+
+
+def _group(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the consumer group must not be empty")
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,13 +94,21 @@ def build_parser() -> argparse.ArgumentParser:
                                  "into the cache")
 
     demo = sub.add_parser("demo", help="run the streaming demo against a local or given broker")
-    demo.add_argument("--bootstrap-servers", metavar="HOST:PORT",
+    demo.add_argument("--bootstrap-servers", metavar="HOST:PORT", type=_servers,
                       help="use this broker instead of starting a local one")
-    demo.add_argument("--topic", default="dstream-demo", help="topic to read (default dstream-demo)")
-    demo.add_argument("--group", default="dstream-demo", help="consumer group (default dstream-demo)")
-    demo.add_argument("--batch-seconds", type=float, default=1.0, help="batch interval (default 1)")
-    demo.add_argument("--rate", type=int, default=200, help="records per second produced (default 200)")
-    demo.add_argument("--duration", type=float, default=None,
+    demo.add_argument("--connect-timeout", metavar="SECONDS", default=30.0,
+                      type=_number(float, "a number of seconds", 0, False),
+                      help="how long to wait for --bootstrap-servers to answer (default 30)")
+    demo.add_argument("--topic", default="dstream-demo", type=_topic,
+                      help="topic to read (default dstream-demo)")
+    demo.add_argument("--group", default="dstream-demo", type=_group,
+                      help="consumer group (default dstream-demo)")
+    demo.add_argument("--batch-seconds", type=_number(float, "a number of seconds", 0, False),
+                      default=1.0, help="batch interval (default 1)")
+    demo.add_argument("--rate", type=_number(int, "a whole number of records/s", 1, True),
+                      default=200, help="records per second produced (default 200)")
+    demo.add_argument("--duration", type=_number(float, "a number of seconds", 0, False),
+                      default=None,
                       help="stop gracefully after this many seconds (default: run until Ctrl-C)")
     return parser
 

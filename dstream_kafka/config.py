@@ -323,13 +323,16 @@ class SparkConfReader:
 
     @property
     def max_rate_per_partition(self) -> int:
-        """``spark.streaming.kafka.maxRatePerPartition`` in records/s; 0 means unlimited."""
-        return self.get_int(MAX_RATE_PER_PARTITION)
+        """``spark.streaming.kafka.maxRatePerPartition`` in records/s; 0 means unlimited.
+
+        A negative value is refused (Spark reads it as unlimited, which hides a typo).
+        """
+        return self.get_int(MAX_RATE_PER_PARTITION, minimum=0)
 
     @property
     def min_rate_per_partition(self) -> int:
-        """``spark.streaming.kafka.minRatePerPartition`` in records/s (default 1)."""
-        return self.get_int(MIN_RATE_PER_PARTITION)
+        """``spark.streaming.kafka.minRatePerPartition`` in records/s (default 1, at least 0)."""
+        return self.get_int(MIN_RATE_PER_PARTITION, minimum=0)
 
     @property
     def allow_non_consecutive_offsets(self) -> bool:
@@ -349,8 +352,9 @@ class SparkConfReader:
 
     @property
     def backpressure_initial_rate(self) -> int:
-        """``spark.streaming.backpressure.initialRate``, read as Spark's ``getLong(key, 0)``."""
-        return self.get_int(BACKPRESSURE_INITIAL_RATE)
+        """``spark.streaming.backpressure.initialRate``, read as Spark's ``getLong(key, 0)``;
+        0 means no initial limit and a negative value is refused."""
+        return self.get_int(BACKPRESSURE_INITIAL_RATE, minimum=0)
 
     @property
     def rate_estimator(self) -> str:

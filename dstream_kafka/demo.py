@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["run_demo", "WORDS", "demo_dir"]
+__all__ = ["run_demo", "WORDS", "check_broker", "demo_dir"]
 
 #: Vocabulary of the synthetic stream.
 WORDS = ("kafka", "spark", "offset", "stream", "batch", "range", "commit", "python")
@@ -60,6 +60,34 @@ class _Producer(threading.Thread):
             producer.close()
 
 
+def check_broker(bootstrap: str, timeout: float) -> None:
+    """Return once a broker at ``bootstrap`` answers; wait at most ``timeout`` seconds.
+
+    Raises
+    ------
+    BrokerTimeoutError
+        Naming the servers, the likely cause and ``--connect-timeout``, when no broker
+        answered in time.
+    """
+    from kafka import KafkaAdminClient
+
+    from dstream_kafka.errors import BrokerTimeoutError
+    from dstream_kafka.kafka_params import bootstrap_failure
+
+    config = {"bootstrap_servers": bootstrap, "bootstrap_timeout_ms": max(1, int(timeout * 1000))}
+    try:
+        admin = KafkaAdminClient(**config)
+    except Exception as exc:
+        if bootstrap_failure(config, exc) is None:
+            raise
+        raise BrokerTimeoutError(
+            f"no Kafka broker answered at {bootstrap} within --connect-timeout {timeout:g} s: "
+            "check the address and that the broker is running (dstream-kafka broker start), "
+            "or leave out --bootstrap-servers to let the demo start its own broker"
+        ) from None
+    admin.close()
+
+
 def _ensure_topic(bootstrap: str, topic: str, partitions: int = 4) -> None:
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
@@ -98,6 +126,9 @@ def run_demo(args: argparse.Namespace) -> int:
     folder = demo_dir()
     cluster = None
     bootstrap = args.bootstrap_servers
+    if bootstrap is not None:
+        # Before any thread or SparkContext starts, so a wrong address is one error line.
+        check_broker(bootstrap, getattr(args, "connect_timeout", 30.0))
     if bootstrap is None:
         print("Starting a local Kafka broker ...", flush=True)
         cluster = KafkaCluster(data_dir=folder / "broker").start()

@@ -14,7 +14,7 @@ from typing import Any
 
 from dstream_kafka.errors import ConfigurationError
 
-__all__ = ["DESERIALIZER_CLASSES", "utf8_decoder", "validate_deserializer"]
+__all__ = ["DESERIALIZER_CLASSES", "deserializer_name", "utf8_decoder", "validate_deserializer"]
 
 
 def utf8_decoder(data: bytes | None) -> str | None:
@@ -69,6 +69,19 @@ DESERIALIZER_CLASSES: Mapping[str, Callable[[bytes | None], Any] | None] = {
     _KAFKA_SER + "UUIDDeserializer": _uuid_decoder,
     _KAFKA_SER + "VoidDeserializer": _void_decoder,
 }
+
+def deserializer_name(value: Any) -> str:
+    """Return a name for deserializer ``value`` fit for an error message.
+
+    The Java class's short name (``IntegerDeserializer``) for the Python equivalents of
+    :data:`DESERIALIZER_CLASSES`, else the callable's qualified name (or its type's).
+    """
+    for java_name, decode in DESERIALIZER_CLASSES.items():
+        if decode is not None and decode is value:
+            return java_name.rsplit(".", 1)[1]
+    target = value if hasattr(value, "__qualname__") else type(value)
+    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
+
 
 def validate_deserializer(name: str, value: Any) -> Any:
     """Return the Python deserializer for parameter ``name`` or raise.

@@ -18,18 +18,22 @@ import difflib
 import hashlib
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from dstream_kafka.deserializers import DESERIALIZER_CLASSES as DESERIALIZER_CLASSES
 from dstream_kafka.deserializers import utf8_decoder as utf8_decoder
 from dstream_kafka.deserializers import validate_deserializer as validate_deserializer
-from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 
 __all__ = [
     "DESERIALIZER_CLASSES",
     "EXECUTOR_GROUP_PREFIX",
     "REDACTED",
+    "bootstrap_errors",
+    "bootstrap_failure",
+    "check_bootstrap_servers",
     "consumer_config",
     "driver_consumer_config",
     "executor_group_id",
@@ -37,6 +41,7 @@ __all__ = [
     "is_secret_key",
     "params_fingerprint",
     "redact",
+    "show_value",
     "store_client_config",
     "stream_driver_config",
     "utf8_decoder",
@@ -112,6 +117,44 @@ _NONE_DEFAULT_TYPES: Mapping[str, type] = {
     "socks5_proxy": str,
 }
 _JAAS_RE = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+# Settings (kafka-python names) whose values are names, addresses or one of a few words, so
+# a bad value may be quoted back. Any other setting's value is described, never shown: a
+# misplaced password lands in a non-secret key as easily as in a secret one.
+_ECHO_SAFE = frozenset(
+    {
+        "bootstrap_servers",
+        "group_id",
+        "group_instance_id",
+        "client_id",
+        "auto_offset_reset",
+        "isolation_level",
+        "security_protocol",
+        "sasl_mechanism",
+        "client_dns_lookup",
+    }
+)
+# Settings limited to a few words, checked here so kafka-python never sees another value.
+_CHOICES: Mapping[str, tuple[str, ...]] = {
+    "auto_offset_reset": ("earliest", "latest", "none"),
+    "isolation_level": ("read_uncommitted", "read_committed"),
+    "security_protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+}
+# host:port, where host is a name, an IPv4 address or a bracketed IPv6 address.
+_SERVER_RE = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):([0-9]{1,5})")
+_BOOTSTRAP_EXAMPLE = '"broker1:9092,broker2:9092"'
+
+
+@contextmanager
+def bootstrap_errors(kafkaParams: Mapping[str, Any]) -> Iterator[None]:
+    """Turn a client's failure to reach its bootstrap servers into :func:`bootstrap_failure`'s
+    error; any other exception passes unchanged."""
+    try:
+        yield
+    except Exception as exc:
+        error = bootstrap_failure(consumer_config(kafkaParams), exc)
+        if error is None:
+            raise
+        raise error from None
 
 
 def _consumer_defaults() -> Mapping[str, Any]:
@@ -139,8 +182,93 @@ def executor_group_id(group_id: Any) -> str:
     return EXECUTOR_GROUP_PREFIX + str(group_id)
 
 
-def _show(key: str, value: Any) -> str:
-    return REDACTED if is_secret_key(key) else repr(value)
+def show_value(key: str, value: Any) -> str:
+    """Return how a bad ``value`` of parameter ``key`` may appear in a message.
+
+    :data:`REDACTED` for secret keys (:func:`is_secret_key`); the value itself (``repr``)
+    only for settings known to hold no secret (broker addresses, group and client ids, the
+    few-word settings); otherwise only its length, so a password pasted into the wrong key
+    is never printed.
+    """
+    if is_secret_key(key):
+        return REDACTED
+    name = _RENAMED.get(str(key).strip(), str(key).strip().replace(".", "_"))
+    if name in _ECHO_SAFE:
+        return repr(value)
+    if isinstance(value, (str, bytes)):
+        return f"<{len(value)} characters, not shown>"
+    return f"<{type(value).__name__}, not shown>"
+
+
+_show = show_value
+
+
+def check_bootstrap_servers(value: Any) -> str | list[str]:
+    """Return ``value`` after checking that it lists ``host:port`` entries.
+
+    ``value`` is a comma-separated string or a list of strings; every entry is ``host:port``
+    with a port from 1 to 65535 (an IPv6 host in brackets: ``[::1]:9092``). The check runs
+    before any client exists, so a typo never reaches the network layer.
+
+    Raises
+    ------
+    ConfigurationError
+        Naming ``bootstrap.servers``, the bad entry and the expected form.
+    """
+    if isinstance(value, str):
+        entries = value.split(",")
+    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        entries = list(value)
+    else:
+        raise ConfigurationError(
+            f"bootstrap.servers must be a comma-separated string or a list of host:port "
+            f"strings, got {value!r}; e.g. {_BOOTSTRAP_EXAMPLE}"
+        )
+    if not any(e.strip() for e in entries):
+        raise ConfigurationError(
+            f"bootstrap.servers is empty; list the brokers as host:port, e.g. {_BOOTSTRAP_EXAMPLE}"
+        )
+    for entry in entries:
+        match = _SERVER_RE.fullmatch(entry.strip())
+        if match is None or not 1 <= int(match.group(1)) <= 65535:
+            raise ConfigurationError(
+                f"bootstrap.servers entry {entry.strip()!r} (in {value!r}) is not host:port "
+                f"with a port from 1 to 65535; e.g. {_BOOTSTRAP_EXAMPLE} or \"[::1]:9092\""
+            )
+    return value
+
+
+def bootstrap_failure(config: Mapping[str, Any], exc: BaseException) -> BrokerTimeoutError | None:
+    """Return the error to raise when a client could not reach any bootstrap server.
+
+    ``config`` are the client's kafka-python settings and ``exc`` what its constructor
+    raised. kafka-python gives up after ``bootstrap_timeout_ms`` (Java spelling
+    ``bootstrap.timeout.ms``, default 30000) with ``KafkaTimeoutError: Unable to bootstrap``;
+    the returned error names the servers, the bound and its key, and the likely causes: no
+    broker at that address, or a ``security.protocol`` that does not match the listener (a
+    SASL or SSL handshake against a PLAINTEXT listener never completes, and the reverse).
+    Returns None for any other exception.
+    """
+    from kafka.errors import KafkaTimeoutError
+
+    if not isinstance(exc, KafkaTimeoutError) or "bootstrap" not in str(exc).lower():
+        return None
+    servers = config.get("bootstrap_servers")
+    shown = servers if isinstance(servers, str) else ",".join(map(str, servers or ()))
+    timeout = config.get("bootstrap_timeout_ms", 30000)
+    protocol = config.get("security_protocol", "PLAINTEXT")
+    if protocol == "PLAINTEXT":
+        cause = ("no broker listens there (wrong host or port, broker down, firewall), or the "
+                 "listener expects SSL or SASL: then set security.protocol to match it")
+    else:
+        cause = (f"the client uses security.protocol={protocol}: against a PLAINTEXT listener "
+                 "(or one of another protocol) the handshake never completes, so set "
+                 "security.protocol to the listener's protocol; or no broker listens there")
+    return BrokerTimeoutError(
+        f"Could not reach any Kafka broker at bootstrap.servers={shown} within "
+        f"bootstrap.timeout.ms={timeout} ms. Likely cause: {cause}. Raise bootstrap.timeout.ms "
+        "in kafkaParams to wait longer"
+    )
 
 
 def _coerce(key: str, shown: str, value: Any, defaults: Mapping[str, Any]) -> Any:
@@ -172,7 +300,23 @@ def _coerce(key: str, shown: str, value: Any, defaults: Mapping[str, Any]) -> An
                 f"Kafka parameter {shown} must be a number, got {_show(key, value)}"
             ) from None
     if key == "api_version" and isinstance(value, str):
-        return tuple(int(part) for part in value.split("."))
+        if not re.fullmatch(r"[0-9]+(\.[0-9]+){0,2}", value.strip()):
+            raise ConfigurationError(
+                f"Kafka parameter {shown} must be a broker version such as 2.8.0 (or unset to "
+                f"detect it), got {_show(key, value)}"
+            )
+        return tuple(int(part) for part in value.strip().split("."))
+    if key == "bootstrap_servers":
+        return check_bootstrap_servers(value)
+    choices = _CHOICES.get(key)
+    if choices is not None and isinstance(value, str):
+        # Java reads these case-insensitively; kafka-python compares exactly.
+        value = value.strip().upper() if key == "security_protocol" else value.strip().lower()
+    if choices is not None and value not in choices:
+        raise ConfigurationError(
+            f"Kafka parameter {shown} must be one of {', '.join(choices)}, got "
+            f"{_show(key, value)}"
+        )
     return value
 
 

@@ -13,8 +13,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dstream_kafka.errors import ConfigurationError, DataLossError
-from dstream_kafka.kafka_params import fix_kafka_params
+from dstream_kafka.errors import ConfigurationError, DataLossError, InvalidOffsetRangeError
+from dstream_kafka.kafka_params import bootstrap_errors, fix_kafka_params
 from dstream_kafka._spark_internals import (
     is_active_context,
     live_conf,
@@ -103,7 +103,7 @@ def _validate_against_cluster(
     tps = sorted({r.topicPartition() for r in ranges})
     if not tps:
         return
-    with offset_reader(kafkaParams) as reader:
+    with bootstrap_errors(kafkaParams), offset_reader(kafkaParams) as reader:
         reader.check_partitions(tps)
         reading = sorted({r.topicPartition() for r in ranges if r.count() > 0})
         earliest = reader.earliest(reading)
@@ -117,6 +117,33 @@ def _validate_against_cluster(
                 "were removed (retention or delete-records); start the range at "
                 f"{start} or later"
             )
+
+
+def _check_no_overlap(ranges: Sequence[OffsetRange]) -> None:
+    """Refuse two non-empty ranges of one partition that share an offset (read twice)."""
+    by_partition: dict[TopicPartition, list[OffsetRange]] = {}
+    for r in ranges:
+        if r.count() > 0:
+            by_partition.setdefault(r.topicPartition(), []).append(r)
+    for tp, parts in by_partition.items():
+        parts.sort(key=lambda r: (r.fromOffset, r.untilOffset))
+        for before, after in zip(parts, parts[1:]):
+            if after.fromOffset < before.untilOffset:
+                raise InvalidOffsetRangeError(
+                    f"offsetRanges [{before.fromOffset}, {before.untilOffset}) and "
+                    f"[{after.fromOffset}, {after.untilOffset}) of topic {tp.topic} partition "
+                    f"{tp.partition} overlap, so offsets {after.fromOffset} to "
+                    f"{min(before.untilOffset, after.untilOffset) - 1} would be read twice; "
+                    "give each offset to one range (adjacent ranges such as [0, 5) and [5, 10) "
+                    "are fine)"
+                )
+
+
+def _check_mapping(name: str, value: Any, example: str) -> None:
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(
+            f"{name} must be a dict, got {type(value).__name__} {value!r:.60}; e.g. {example}"
+        )
 
 
 class KafkaUtils:
@@ -149,7 +176,8 @@ class KafkaUtils:
         always use the executor consumer cache (``spark.streaming.kafka.consumer.cache.enabled``
         applies to direct streams only).
 
-        Before any job runs this checks the ranges' types, the location strategy, the Kafka
+        Before any job runs this checks the ranges' types, that no two non-empty ranges of
+        one partition share an offset (it would be read twice), the location strategy, the Kafka
         parameters and deserializers, that every topic partition exists, and that no
         non-empty range starts below the earliest offset still in the log. Reading past the
         end of the log is detected by the executors (data may still arrive): it fails after
@@ -169,7 +197,11 @@ class KafkaUtils:
         Raises
         ------
         ConfigurationError
-            Bad ranges, strategy or parameters (subclasses name the problem).
+            Bad ranges, strategy or parameters (subclasses name the problem);
+            ``InvalidOffsetRangeError`` for overlapping ranges of one partition.
+        BrokerTimeoutError
+            No bootstrap server answered within ``bootstrap.timeout.ms`` (kafkaParams,
+            default 30000): the message names the servers and the likely cause.
         UnknownTopicPartitionError
             A topic or partition that does not exist.
         DataLossError
@@ -187,6 +219,7 @@ class KafkaUtils:
                     f"offsetRanges must hold OffsetRange objects, got {r!r}; build them with "
                     "OffsetRange.create(topic, partition, fromOffset, untilOffset)"
                 )
+        _check_no_overlap(ranges)
         hosts = _check_strategy(locationStrategy, ranges)
         executor_params = fix_kafka_params(kafkaParams)
         _validate_against_cluster(kafkaParams, ranges)
@@ -224,9 +257,15 @@ class KafkaUtils:
         Raises
         ------
         ConfigurationError, UnknownTopicPartitionError, DataLossError
-            See :func:`~dstream_kafka.offset_resolution.resolve_offset_ranges`.
+            See :func:`~dstream_kafka.offset_resolution.resolve_offset_ranges`;
+            ``ConfigurationError`` too when ``kafkaParams`` or ``options`` is not a dict.
+        BrokerTimeoutError
+            As :meth:`createRDD`.
         """
         _check_context(sc)
+        _check_mapping("kafkaParams", kafkaParams, '{"bootstrap.servers": "localhost:9092"}')
+        if options is not None:
+            _check_mapping("options", options, '{"subscribe": "events"}')
         opts = normalize_options({**(options or {}), **moreOptions})
         executor_params = fix_kafka_params(kafkaParams)
         min_partitions = opts.get("minPartitions")
@@ -243,7 +282,8 @@ class KafkaUtils:
                 ) from None
         if locationStrategy is not PreferBrokers:
             _check_strategy(locationStrategy, [])
-        resolution = resolve_offset_ranges(kafkaParams, opts)
+        with bootstrap_errors(kafkaParams):
+            resolution = resolve_offset_ranges(kafkaParams, opts)
         if locationStrategy is PreferBrokers:
             # Unlike createRDD, there is a driver consumer here to look leaders up with.
             hosts = dict(resolution.leaders)

@@ -92,11 +92,17 @@ def normalize_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     Raises
     ------
     ConfigurationError
-        For an unknown option (with the closest names) or one given twice.
+        For an option name that is not a string, an unknown option (with the closest
+        names) or one given twice.
     """
     result: dict[str, Any] = {}
     for key, value in (options or {}).items():
-        name = _OPTION_NAMES.get(str(key).lower())
+        if not isinstance(key, str):
+            raise ConfigurationError(
+                f"Kafka batch option names must be strings, got {key!r}; e.g. "
+                '{"subscribe": "events"}'
+            )
+        name = _OPTION_NAMES.get(key.lower())
         if name is None:
             close = difflib.get_close_matches(str(key), BATCH_OPTIONS, n=2)
             hint = (
@@ -179,7 +185,15 @@ def _assigned(reader: KafkaOffsetReader, opts: Mapping[str, Any]) -> list[TopicP
         reader.check_partitions(tps)
         return sorted(set(tps))
     if name == "subscribe":
-        topics = [t.strip() for t in value.split(",")] if isinstance(value, str) else list(value)
+        if isinstance(value, str):
+            topics = [t.strip() for t in value.split(",")]
+        elif isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
+            topics = [t.strip() for t in value]
+        else:
+            raise ConfigurationError(
+                f"Option 'subscribe' must be a comma-separated string or a list of topic names, "
+                f"got {value!r}; e.g. \"events,clicks\""
+            )
         topics = [t for t in topics if t]
         if not topics:
             raise ConfigurationError(

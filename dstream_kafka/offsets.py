@@ -101,7 +101,8 @@ def as_topic_partition(value: Any, what: str = "topic partition") -> TopicPartit
     Raises
     ------
     ConfigurationError
-        If the topic is not a non-empty string or the partition not an int ``>= 0``.
+        If the topic is not a non-empty string or the partition not an int from 0 to
+        ``2**31 - 1``.
     """
     if isinstance(value, tuple):
         if len(value) != 2:
@@ -121,9 +122,11 @@ def as_topic_partition(value: Any, what: str = "topic partition") -> TopicPartit
         raise ConfigurationError(
             f"Invalid {what} {value!r}: the topic must be a non-empty string, got {topic!r}"
         )
-    if isinstance(partition, bool) or not isinstance(partition, Integral) or partition < 0:
+    if (isinstance(partition, bool) or not isinstance(partition, Integral) or partition < 0
+            or int(partition) > _INT32_MAX):
         raise ConfigurationError(
-            f"Invalid {what} {value!r}: the partition must be an int >= 0, got {partition!r}"
+            f"Invalid {what} {value!r}: the partition must be an int >= 0 and at most {_INT32_MAX}, "
+            f"got {partition!r}"
         )
     if type(value) is TopicPartition:
         return value
@@ -144,6 +147,13 @@ def _check_offset_field(name: str, value: Any, topic: Any, partition: Any) -> in
         )
         raise InvalidOffsetRangeError(
             f"{name} must be >= 0, got {value} for topic {topic} partition {partition}{hint}"
+        )
+    # Kafka offsets are Java longs and partitions Java ints: a larger value cannot be sent.
+    limit, spelled = (_INT32_MAX, "2**31 - 1") if name == "partition" else (_INT64_MAX, "2**63 - 1")
+    if int(value) > limit:
+        raise InvalidOffsetRangeError(
+            f"{name} must be at most {limit} ({spelled}, Kafka's limit), got {value} for topic "
+            f"{topic} partition {partition}"
         )
     return int(value)
 
@@ -170,7 +180,8 @@ class OffsetRange:
     Raises
     ------
     InvalidOffsetRangeError
-        If a field has the wrong type or is negative, or ``fromOffset > untilOffset``.
+        If a field has the wrong type, is negative or beyond Kafka's range (partition at most
+        ``2**31 - 1``, offsets at most ``2**63 - 1``), or ``fromOffset > untilOffset``.
 
     Examples
     --------

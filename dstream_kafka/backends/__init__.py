@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.deserializers import deserializer_name
+from dstream_kafka.errors import ConfigurationError, KafkaReadError
 from dstream_kafka.record import ConsumerRecord
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "OffsetOutOfRange",
     "check_backend",
     "create_backend",
+    "record_decoder",
 ]
 
 KAFKA_PYTHON = "kafka-python"
@@ -38,6 +40,45 @@ BACKENDS = (KAFKA_PYTHON, CONFLUENT)
 
 class OffsetOutOfRange(Exception):
     """A fetch found the requested offset outside the log (``auto.offset.reset=none``)."""
+
+
+def record_decoder(
+    deserializer: Any, field: str, topic: str, partition: int
+) -> Callable[[bytes | None, Any, int], Any] | None:
+    """Return ``decode(data, headers, offset)`` applying a kafka-python style deserializer.
+
+    ``deserializer`` is a callable ``bytes -> object`` or a ``kafka.serializer.Deserializer``
+    (``deserialize(topic, headers, data)`` or the older ``deserialize(topic, data)``); None
+    (raw bytes) returns None. ``field`` is ``"key"`` or ``"value"``. Any exception the
+    deserializer raises becomes a :class:`~dstream_kafka.errors.KafkaReadError` naming the
+    parameter, the deserializer, the topic, partition and offset of the record, and its size.
+    """
+    if deserializer is None:
+        return None
+    deserialize = getattr(deserializer, "deserialize", None)
+
+    def apply(data: bytes | None, headers: Any) -> Any:
+        if deserialize is None:
+            return deserializer(data)
+        try:
+            return deserialize(topic, headers, data)
+        except TypeError:  # the older deserialize(topic, data) signature, as kafka-python allows
+            return deserialize(topic, data)
+
+    def decode(data: bytes | None, headers: Any, offset: int) -> Any:
+        try:
+            return apply(data, headers)
+        except Exception as exc:
+            size = "null" if data is None else f"{len(data)} bytes"
+            raise KafkaReadError(
+                f"{field}.deserializer {deserializer_name(deserializer)} failed on the record at "
+                f"topic {topic} partition {partition} offset {offset} ({field} is {size}): "
+                f"{type(exc).__name__}: {exc}. Set {field}.deserializer to match what the "
+                "producer wrote (StringDeserializer for text, ByteArrayDeserializer for raw "
+                "bytes)"
+            ) from exc
+
+    return decode
 
 
 class ConsumerBackend(Protocol):

@@ -22,12 +22,12 @@ This module imports ``confluent_kafka`` only when a client is created.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from dstream_kafka.backends import OffsetOutOfRange
+from dstream_kafka.backends import OffsetOutOfRange, record_decoder
 from dstream_kafka.errors import ConfigurationError, KafkaReadError, MissingDependencyError
-from dstream_kafka.kafka_params import REDACTED, is_secret_key
+from dstream_kafka.kafka_params import show_value
 from dstream_kafka.record import ConsumerRecord
 
 __all__ = ["ConfluentBackend", "librdkafka_config", "require_confluent"]
@@ -135,7 +135,7 @@ def require_confluent() -> Any:
 
 
 def _shown(name: str, value: Any) -> str:
-    return REDACTED if is_secret_key(name) else repr(value)
+    return show_value(name, value)
 
 
 def librdkafka_config(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -207,25 +207,6 @@ def librdkafka_config(params: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _decoder(
-    deserializer: Any, topic: str
-) -> Callable[[bytes | None, Any], Any] | None:
-    """Adapt a kafka-python style deserializer to ``decode(data, headers)``."""
-    if deserializer is None:
-        return None
-    deserialize = getattr(deserializer, "deserialize", None)
-    if deserialize is None:
-        return lambda data, _headers: deserializer(data)
-
-    def decode(data: bytes | None, headers: Any) -> Any:
-        try:
-            return deserialize(topic, headers, data)
-        except TypeError:  # the older deserialize(topic, data) signature, as kafka-python allows
-            return deserialize(topic, data)
-
-    return decode
-
-
 class ConfluentBackend:
     """A ``confluent_kafka.Consumer`` reading one partition through ``assign``/``consume``.
 
@@ -242,8 +223,8 @@ class ConfluentBackend:
         conf = librdkafka_config(config)
         conf["logger"] = logging.getLogger("dstream_kafka.backends.librdkafka")
         self._batch = int(config.get("max_poll_records") or DEFAULT_BATCH)
-        self._key = _decoder(config.get("key_deserializer"), topic)
-        self._value = _decoder(config.get("value_deserializer"), topic)
+        self._key = record_decoder(config.get("key_deserializer"), "key", topic, partition)
+        self._value = record_decoder(config.get("value_deserializer"), "value", topic, partition)
         self._consumer = ck.Consumer(conf)
         self.offset_of = ck.Message.offset
         self._error_of = ck.Message.error
@@ -303,9 +284,9 @@ class ConfluentBackend:
         key = message.key()
         value = message.value()
         if self._key is not None:
-            key = self._key(key, headers)
+            key = self._key(key, headers, message.offset())
         if self._value is not None:
-            value = self._value(value, headers)
+            value = self._value(value, headers, message.offset())
         return tuple.__new__(
             ConsumerRecord,
             (

@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from dstream_kafka._kafka_internals import record_offset, to_record
-from dstream_kafka.backends import OffsetOutOfRange
+from dstream_kafka.backends import OffsetOutOfRange, record_decoder
+from dstream_kafka.kafka_params import bootstrap_failure
+from dstream_kafka.record import ConsumerRecord
 
 __all__ = ["KafkaPythonBackend"]
 
@@ -25,29 +27,47 @@ class KafkaPythonBackend:
 
     The client gets no ``group_id``: it only reads assigned partitions and never commits, and
     with a group id kafka-python would look up the group coordinator on every poll.
-    Fetched items are kafka-python's own records.
+    Fetched items are kafka-python's own records, undecoded: deserializers run in
+    :meth:`to_record`, where the record's offset is known, so a failure names it.
     """
 
     offset_of = staticmethod(record_offset)
-    to_record = staticmethod(to_record)
 
     def __init__(self, topic: str, partition: int, config: Mapping[str, Any]) -> None:
         from kafka import KafkaConsumer
         from kafka import TopicPartition as KafkaTopicPartition
-        from kafka.serializer import DeserializeWrapper, Deserializer
 
         self.topic_partition = KafkaTopicPartition(topic, partition)
         config = dict(config)
         config["group_id"] = None
-        for name in ("key_deserializer", "value_deserializer"):
-            # Wrapped here so kafka-python does not warn about plain callables.
-            decode = config.get(name)
-            if decode is not None and not isinstance(decode, Deserializer):
-                config[name] = DeserializeWrapper(decode)
+        # Decoded in to_record, not by kafka-python: its fetcher knows no offset to report.
+        self._key = record_decoder(config.pop("key_deserializer", None), "key", topic, partition)
+        self._value = record_decoder(
+            config.pop("value_deserializer", None), "value", topic, partition)
         self._batch = int(config.get("max_poll_records") or DEFAULT_BATCH)
-        consumer = KafkaConsumer(**config)
+        try:
+            consumer = KafkaConsumer(**config)
+        except Exception as exc:
+            # An executor may not reach a broker the driver reached: same explained error.
+            error = bootstrap_failure(config, exc)
+            if error is None:
+                raise
+            raise error from None
         consumer.assign([self.topic_partition])
         self._consumer = consumer
+
+    def to_record(self, item: Any) -> ConsumerRecord:
+        """Return fetched record ``item`` as a :class:`ConsumerRecord`, deserialized."""
+        record = to_record(item)
+        if self._key is None and self._value is None:
+            return record
+        key, value = record.key, record.value
+        if self._key is not None:
+            key = self._key(key, item.headers, record.offset)
+        if self._value is not None:
+            value = self._value(value, item.headers, record.offset)
+        # tuple.__new__ runs per record: cheaper than NamedTuple._replace.
+        return tuple.__new__(ConsumerRecord, (*record[:5], key, value, record[7]))
 
     def seek(self, offset: int) -> None:
         self._consumer.seek(self.topic_partition, offset)

@@ -13,8 +13,8 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import kafka  # noqa: F401  (kafka-python warns on import under some Python versions)
 
-from dstream_kafka.backends import check_backend, create_backend
-from dstream_kafka.backends.confluent import _decoder, librdkafka_config
+from dstream_kafka.backends import check_backend, create_backend, record_decoder
+from dstream_kafka.backends.confluent import librdkafka_config
 from dstream_kafka.consumer_cache import CacheKey, acquire, cached_consumer, clear
 from dstream_kafka.errors import ConfigurationError, MissingDependencyError
 from dstream_kafka.kafka_params import fix_kafka_params, utf8_decoder
@@ -150,10 +150,10 @@ def test_deserializers_are_the_same_python_callables():
         def deserialize(self, topic, headers, data):
             return (topic, data.upper())
 
-    assert _decoder(utf8_decoder, "t")(b"caf\xc3\xa9", None) == "café"
-    assert _decoder(utf8_decoder, "t")(None, None) is None
-    assert _decoder(Upper(), "t")(b"ab", []) == ("t", b"AB")
-    assert _decoder(None, "t") is None
+    assert record_decoder(utf8_decoder, "value", "t", 0)(b"caf\xc3\xa9", None, 0) == "café"
+    assert record_decoder(utf8_decoder, "value", "t", 0)(None, None, 0) is None
+    assert record_decoder(Upper(), "value", "t", 0)(b"ab", [], 0) == ("t", b"AB")
+    assert record_decoder(None, "value", "t", 0) is None
 
 
 def test_read_settings_carry_the_backend_and_default_to_kafka_python():
