@@ -61,3 +61,29 @@ def test_every_metric_name_follows_the_prometheus_naming_rules() -> None:
             assert family.name.endswith("_seconds")
         if family.type == "counter":
             assert all(s.name.endswith(("_total", "_created")) for s in family.samples)
+
+
+class _Log:
+    """A driver consumer whose only partition holds offsets 10 to 20."""
+
+    def beginning_offsets(self, tps: list[object]) -> dict[object, int]:
+        return {tp: 10 for tp in tps}
+
+    def end_offsets(self, tps: list[object]) -> dict[object, int]:
+        return {tp: 20 for tp in tps}
+
+
+def test_each_stored_offset_skipped_with_fail_on_data_loss_false_calls_the_data_loss_hook() -> None:
+    from dstream_kafka.consumer_strategy import ConsumerStrategies
+    from dstream_kafka.resume import PartitionPositions
+
+    strategy = ConsumerStrategies.Subscribe(["t"], {"bootstrap.servers": "127.0.0.1:1",
+                                                    "group.id": "g"})
+    positions = PartitionPositions(strategy, group_id="g", store_group="g",
+                                   fail_on_data_loss=False)
+    events: list[int] = []
+    positions.on_data_loss = lambda: events.append(1)
+    positions.check_retention(_Log(), None, {TopicPartition("t", 0): 3,
+                                             TopicPartition("t", 1): 12})
+    assert events == [1]
+    assert positions.current[TopicPartition("t", 0)] == 10
