@@ -238,9 +238,14 @@ class ProgressTracker:
         port = reader.get_raw(_config.METRICS_PROMETHEUS_PORT)
         if port is not None and str(port).strip() != "":
             from dstream_kafka import metrics
+            from dstream_kafka.errors import ConfigurationError
 
-            self._outputs.append(metrics.StreamMetrics(
-                stream, reader.get_int(_config.METRICS_PROMETHEUS_PORT)))
+            number = reader.get_int(_config.METRICS_PROMETHEUS_PORT)
+            if not 0 <= number <= 65535:
+                raise ConfigurationError(
+                    f"{_config.METRICS_PROMETHEUS_PORT}={port!r} is not a TCP port; use 0 to "
+                    "65535 (0: a free port), e.g. 9464")
+            self._outputs.append(metrics.StreamMetrics(stream, number))
 
     def record(self, batch_time: int, ranges: Sequence[OffsetRange],
                behind: Mapping[TopicPartition, int], batch_duration_s: float,

@@ -164,3 +164,11 @@ def test_progress_json_holds_no_kafka_parameters() -> None:
     fields = {f.name for f in dataclasses.fields(BatchProgress)}
     assert not fields & {"kafkaParams", "params", "sasl.password", "ssl.key.password"}
     assert "password" not in _progress().prettyJson()
+
+
+@pytest.mark.parametrize("port", ["-1", "65536", "ninety"])
+def test_a_metrics_port_that_is_not_a_tcp_port_fails_the_start_naming_the_key(port: str) -> None:
+    from dstream_kafka.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="spark.streaming.kafka.metrics.prometheus.port"):
+        ProgressTracker().start({config.METRICS_PROMETHEUS_PORT: port}, "d", "g/0", 0)
