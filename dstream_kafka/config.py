@@ -16,6 +16,8 @@ from typing import Any
 from dstream_kafka.errors import ConfigurationError
 
 __all__ = [
+    "METRICS_PROMETHEUS_PORT",
+    "PROGRESS_JSON_PATH",
     "ALLOW_NON_CONSECUTIVE_OFFSETS",
     "BACKPRESSURE_ENABLED",
     "BACKPRESSURE_INITIAL_RATE",
@@ -76,6 +78,12 @@ NETWORK_TIMEOUT = "spark.network.timeout"
 CONSUMER_BACKEND = "spark.streaming.kafka.consumer.backend"
 CONSUMER_BACKENDS = ("kafka-python", "confluent-kafka")
 
+# Progress and metrics (dstream_kafka.progress, dstream_kafka.metrics).
+#: File each completed batch's progress is appended to as one JSON line (unset: none).
+PROGRESS_JSON_PATH = "spark.streaming.kafka.progress.jsonPath"
+#: Port of the Prometheus /metrics endpoint on 127.0.0.1 (unset: off; 0: a free port).
+METRICS_PROMETHEUS_PORT = "spark.streaming.kafka.metrics.prometheus.port"
+
 #: Default of every key, in Spark's string form. ``CONSUMER_POLL_MS`` has none: when it is
 #: unset the poll timeout is ``spark.network.timeout`` in whole seconds times 1000.
 DEFAULTS: Mapping[str, str | None] = {
@@ -101,6 +109,8 @@ DEFAULTS: Mapping[str, str | None] = {
     PYSPARK_PYTHON: None,  # unset: PYSPARK_PYTHON, else python3
     NETWORK_TIMEOUT: "120s",
     CONSUMER_BACKEND: "kafka-python",
+    PROGRESS_JSON_PATH: None,  # unset: no progress file
+    METRICS_PROMETHEUS_PORT: None,  # unset: no metrics endpoint
 }
 
 # Spark's JavaUtils.timeSuffixes, as multiples of one microsecond.

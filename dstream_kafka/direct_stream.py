@@ -32,6 +32,7 @@ from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.kafka_params import fix_kafka_params
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.placement import LocationStrategy, PreferBrokers
+from dstream_kafka.metrics import count_data_loss
 from dstream_kafka.progress import BatchProgress, ProgressTracker, describe_ranges
 from dstream_kafka.rate import (
     DefaultPerPartitionConfig,
@@ -219,6 +220,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
 
             self.offsetStore = CheckpointOffsetStore(f"{layout.root.rstrip('/')}/sources/{self.id}",
                                                      spark_context=self._sc)
+        self._progress.start(self._conf.conf, str(self), f"{self._store_group}/{self.id}", self.id)
+        self._positions.on_data_loss = lambda: count_data_loss(self.id)
         stored = self._positions.load(self.offsetStore)
         consumer = self._driver()
         self._paranoid_poll()

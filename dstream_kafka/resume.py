@@ -17,7 +17,7 @@ so it does not need a running stream.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dstream_kafka.consumer_strategy import ConsumerStrategy
@@ -91,6 +91,8 @@ class PartitionPositions:
         self.group_id = group_id
         self.store_group = store_group
         self.fail_on_data_loss = fail_on_data_loss
+        #: Called once per data-loss event skipped with failOnDataLoss=False (metrics hook).
+        self.on_data_loss: Callable[[], None] = lambda: None
         self.current: dict[TopicPartition, int] = {}
         self.unassigned: dict[TopicPartition, int] = {}
         self.replay: tuple[int, list[OffsetRange]] | None = None
@@ -156,6 +158,7 @@ class PartitionPositions:
             raise DataLossError(problem + "; restore it, or set failOnDataLoss=False to continue "
                                 "without it (the loss is recorded in the offset store)")
         logger.warning("%s; continuing without it (failOnDataLoss=False)", problem)
+        self.on_data_loss()
         if store is not None:
             store.record_data_loss(self.store_group, tp, off, off, None)
 
@@ -228,6 +231,7 @@ class PartitionPositions:
                     "Restore the data, or set failOnDataLoss=False to continue from the earliest "
                     "offset and record the lost range in the offset store.")
             logger.warning("%s; continuing from %s (failOnDataLoss=False)", problem, first)
+            self.on_data_loss()
             if store is not None:
                 store.record_data_loss(self.store_group, tp, off, first, None)
             self.current[tp] = first

@@ -1,0 +1,88 @@
+"""Progress JSON lines and Prometheus /metrics of a real direct stream."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies
+from dstream_kafka import config, metrics
+from dstream_kafka.progress import BatchProgress
+
+from support import wait_until
+
+BATCH = 0.5
+
+
+@pytest.fixture
+def conf_keys(sc: Any) -> Iterator[dict[str, str]]:
+    """Keys set on the session SparkContext's conf for this test only, removed afterwards."""
+    keys: dict[str, str] = {}
+    yield keys
+    for key in keys:
+        sc._conf._jconf.remove(key)
+
+
+def _scrape() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    port = metrics.serving_port()
+    assert port is not None
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_a_stream_writes_progress_json_lines_and_serves_metrics_that_match_its_progress(
+        kafka: Any, sc: Any, make_ssc: Any, unique: Any, conf_keys: dict[str, str],
+        tmp_path: Path) -> None:
+    topic = unique("progress")
+    kafka.create_topic(topic, partitions=2)
+    kafka.send_messages(topic, {chr(ord("a") + i): 5 for i in range(8)})  # 40 records
+    path = tmp_path / "progress.jsonl"
+    conf_keys.update({config.PROGRESS_JSON_PATH: str(path),
+                      config.METRICS_PROMETHEUS_PORT: "0"})
+    for key, value in conf_keys.items():
+        sc._conf.set(key, value)
+    context = make_ssc(BATCH)
+    params = {"bootstrap.servers": kafka.bootstrap_servers, "group.id": unique("g"),
+              "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    stream = KafkaUtils.createDirectStream(context, LocationStrategies.PreferConsistent,
+                                           ConsumerStrategies.Subscribe([topic], params))
+    stream.foreachRDD(lambda rdd: rdd.count())
+    context.start()
+    wait_until(lambda: sum(p.numRecords for p in stream.recentProgress) >= 40, what="40 records")
+    wait_until(lambda: len(stream.recentProgress) >= 2, what="two batches")
+    context.stop(stopSparkContext=False, stopGraceFully=True)
+    progress = list(stream.recentProgress)
+    assert sum(p.numRecords for p in progress) == 40
+
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert [BatchProgress.fromJson(line) for line in lines] == [
+        BatchProgress.fromJson(p.json()) for p in progress]
+    assert [json.loads(line)["batchId"] for line in lines] == list(range(len(progress)))
+
+    samples = _scrape()
+    s = str(stream.id)
+    assert samples[("dstream_kafka_records_total", (("stream", s), ("topic", topic)))] == 40
+    last = progress[-1]
+    for r in last.ranges:
+        labels = (("partition", str(r.partition)), ("stream", s), ("topic", topic))
+        assert samples[("dstream_kafka_committed_offset", labels)] == r.untilOffset
+        assert samples[("dstream_kafka_offsets_behind_latest", labels)] == \
+            last.offsetsBehindLatest[r.topicPartition()]
+    assert sum(r.untilOffset for r in last.ranges) == 40
+    batches = samples[("dstream_kafka_batches_completed_total", (("stream", s),))]
+    assert batches == len(progress)  # no other stream of the session enables metrics
+    commits = samples[("dstream_kafka_offset_commit_seconds_count", (("stream", s),))]
+    assert commits == batches
+    assert samples[("dstream_kafka_offset_commit_seconds_sum", (("stream", s),))] == \
+        pytest.approx(sum(p.commitMs for p in progress) / 1000.0)
+    assert samples[("dstream_kafka_batch_processing_seconds_sum", (("stream", s),))] == \
+        pytest.approx(sum(p.processingDelay or 0 for p in progress) / 1000.0)
+    assert samples[("dstream_kafka_batch_processing_seconds_count", (("stream", s),))] == batches
