@@ -63,7 +63,8 @@ class GroupCommitter:
     """
 
     def __init__(self, kafkaParams: Mapping[str, Any]) -> None:
-        self._config = kafka_client_config(kafkaParams)
+        kafka_client_config(kafkaParams)  # refuse bad params now, before any data moves
+        self._params = dict(kafkaParams)
         self._owned: dict[str, Any] = {}
         self._bound: Any = None
         self._bound_lock: Any = None
@@ -83,8 +84,9 @@ class GroupCommitter:
         if consumer is None:
             from kafka import KafkaConsumer
 
-            config = {**self._config, "group_id": group_id, "enable_auto_commit": False,
-                      "client_id": f"dstream-kafka-offsets-{group_id}"}
+            config = kafka_client_config(
+                self._params, defaults={"client_id": f"dstream-kafka-offsets-{group_id}"},
+                required={"group_id": group_id, "enable_auto_commit": False})
             consumer = self._owned[group_id] = KafkaConsumer(**config)
         consumer.commit({_ktp(tp): oam for tp, oam in offsets.items()}, timeout_ms=timeout_ms)
 
@@ -125,8 +127,8 @@ class KafkaGroupOffsetStore(OffsetStore):
         if self._admin is None:
             from kafka import KafkaAdminClient
 
-            self._admin = KafkaAdminClient(**kafka_client_config(self._params, "admin"),
-                                           request_timeout_ms=self._timeout_ms)
+            self._admin = KafkaAdminClient(**kafka_client_config(
+                self._params, "admin", defaults={"request_timeout_ms": self._timeout_ms}))
         return self._admin
 
     def _fetch(self, group_id: str, partitions: Collection[TopicPartition] | None = None) -> dict[TopicPartition, Any]:
@@ -225,8 +227,10 @@ class KafkaGroupOffsetStore(OffsetStore):
         with self._lock:
             try:
                 self._ensure_data_loss_topic()
-                producer = KafkaProducer(**kafka_client_config(self._params, "producer"), acks="all",
-                                         client_id="dstream-kafka-data-loss")
+                # acks=all: a loss record must survive a broker failure.
+                producer = KafkaProducer(**kafka_client_config(
+                    self._params, "producer", defaults={"client_id": "dstream-kafka-data-loss"},
+                    required={"acks": "all"}))
                 try:
                     producer.send(self._data_loss_topic, key=group_id.encode(),
                                   value=json.dumps(record).encode()).get(timeout=self._timeout_ms / 1000)
@@ -249,7 +253,7 @@ class KafkaGroupOffsetStore(OffsetStore):
         from kafka import KafkaConsumer
         from kafka import TopicPartition as KTP
 
-        config = {**kafka_client_config(self._params), "group_id": None, "enable_auto_commit": False}
+        config = kafka_client_config(self._params, required={"group_id": None, "enable_auto_commit": False})
         records: list[DataLossRecord] = []
         with self._lock:
             consumer = KafkaConsumer(**config)
