@@ -86,3 +86,96 @@ def test_a_kafka_group_store_commits_with_a_user_client_id(kafka, unique):
         assert store.load(group) == {TopicPartition(topic, 0): 3}
     finally:
         store.close()
+
+
+# -- item 9: checkpoint folders the store cannot write ---------------------------------------------
+
+def _mount(*args: str) -> bool:
+    return subprocess.run(["mount", *args], capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[Path]:
+    """A folder on a read-only bind mount (root ignores chmod 0555, not a read-only mount)."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    (folder / "existing").mkdir()
+    if not (_mount("--bind", str(folder), str(folder)) and _mount("-o", "remount,bind,ro", str(folder))):
+        subprocess.run(["umount", str(folder)], capture_output=True)
+        pytest.skip("a read-only bind mount needs root with CAP_SYS_ADMIN")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.fixture
+def tiny_fs(tmp_path: Path) -> Iterator[Path]:
+    """A folder on a 64 KiB tmpfs, to fill up."""
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    if not _mount("-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)):
+        pytest.skip("mounting a tmpfs needs root with CAP_SYS_ADMIN")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_checkpoint_store_on_a_read_only_file_system_raises_offset_store_error(read_only):
+    store = OffsetStores.checkpoint(read_only / "checkpoint")
+    with pytest.raises(OffsetStoreError, match=r"(?s)ro/checkpoint.*read-only"):
+        store.load(G)
+
+
+def test_a_checkpoint_store_in_an_existing_read_only_folder_raises_offset_store_error(read_only):
+    store = OffsetStores.checkpoint(read_only / "existing")
+    with pytest.raises(OffsetStoreError, match=r"(?s)ro/existing.*read-only"):
+        store.load(G)
+
+
+def test_a_checkpoint_store_under_a_regular_file_raises_offset_store_error(tmp_path):
+    (tmp_path / "file").write_text("x")
+    store = OffsetStores.checkpoint(tmp_path / "file" / "checkpoint")
+    with pytest.raises(OffsetStoreError, match=r"(?s)file/checkpoint.*not a directory"):
+        store.load(G)
+
+
+def test_a_checkpoint_store_at_a_regular_file_raises_offset_store_error(tmp_path):
+    (tmp_path / "file").write_text("x")
+    store = OffsetStores.checkpoint(tmp_path / "file")
+    with pytest.raises(OffsetStoreError, match="not a directory"):
+        store.load(G)
+
+
+def test_a_checkpoint_store_whose_commits_folder_is_a_file_raises_offset_store_error(tmp_path):
+    (tmp_path / "cp").mkdir()
+    (tmp_path / "cp" / "commits").write_text("x")
+    store = OffsetStores.checkpoint(tmp_path / "cp")
+    with pytest.raises(OffsetStoreError, match="commits"):
+        store.load(G)
+
+
+def test_a_full_file_system_fails_the_commit_with_offset_store_error_and_keeps_the_last_commit(tiny_fs):
+    store = OffsetStores.checkpoint(tiny_fs / "checkpoint")
+    store.commit(G, 1000, [r(0, 5)])
+    filler = tiny_fs / "filler"
+    with pytest.raises(OSError):  # fill the file system to the last block
+        with open(filler, "wb") as f:
+            while True:
+                f.write(b"x" * 4096)
+                f.flush()
+    ranges = [r(5, 9, partition=p, topic="t" * 200) for p in range(64)] + [r(5, 9)]
+    with pytest.raises(OffsetStoreError, match="No space left"):
+        store.commit(G, 2000, ranges)
+    filler.unlink()
+    assert OffsetStores.checkpoint(tiny_fs / "checkpoint").load(G) == {TopicPartition("events", 0): 5}
+
+
+def test_a_streaming_checkpoint_under_a_regular_file_raises_a_clear_error(make_ssc, tmp_path):
+    (tmp_path / "file").write_text("x")
+    ssc = make_ssc()
+    with pytest.raises(OffsetStoreError, match=r"(?s)file/checkpoint.*not a directory"):
+        ssc.checkpoint(str(tmp_path / "file" / "checkpoint"))
+
+
+def test_a_streaming_checkpoint_on_a_read_only_file_system_raises_a_clear_error(make_ssc, read_only):
+    ssc = make_ssc()
+    with pytest.raises(OffsetStoreError, match="read-only"):
+        ssc.checkpoint(str(read_only / "checkpoint"))
