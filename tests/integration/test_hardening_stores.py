@@ -179,3 +179,108 @@ def test_a_streaming_checkpoint_on_a_read_only_file_system_raises_a_clear_error(
     ssc = make_ssc()
     with pytest.raises(OffsetStoreError, match="read-only"):
         ssc.checkpoint(str(read_only / "checkpoint"))
+
+
+# -- item 2: a commit file that contradicts itself, its predecessor or the offsets log -------------
+
+def _edit(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Hand-edit a checkpoint store file: version line, then the JSON document."""
+    version, _, body = path.read_text().partition("\n")
+    doc = json.loads(body)
+    change(doc)
+    path.write_text(f"{version}\n{json.dumps(doc)}\n")
+
+
+@pytest.fixture
+def committed(tmp_path: Path) -> Path:
+    """A checkpoint directory whose stream planned and committed batches 1000 and 2000 over
+    events-0 [0, 10) then [10, 20), with events-1 at 7 since batch 1000."""
+    folder = tmp_path / "checkpoint"
+    store = OffsetStores.checkpoint(folder)
+    for t, ranges in ((1000, [r(0, 10), r(0, 7, partition=1)]), (2000, [r(10, 20)])):
+        store.plan(G, t, ranges)
+        store.commit(G, t, ranges)
+    store.close()
+    return folder
+
+
+@pytest.mark.parametrize("offset", [28, 5], ids=["ahead-skips-records", "behind-re-reads-records"])
+def test_a_commit_file_whose_offsets_contradict_its_own_ranges_is_refused(committed, offset):
+    _edit(committed / "commits" / "2000", lambda doc: doc["offsets"]["events"].update({"0": offset}))
+    with pytest.raises(CorruptCheckpointError, match=r"(?s)commits/2000.*events-0.*ranges end at 20"):
+        OffsetStores.checkpoint(committed).load(G)
+
+
+def test_a_commit_file_whose_ranges_and_offsets_agree_but_contradict_the_offsets_log_is_refused(committed):
+    def change(doc: dict[str, Any]) -> None:
+        doc["ranges"][0]["untilOffset"] = 28
+        doc["offsets"]["events"]["0"] = 28
+
+    _edit(committed / "commits" / "2000", change)
+    with pytest.raises(CorruptCheckpointError, match=r"(?s)commits/2000.*offsets/2000"):
+        OffsetStores.checkpoint(committed).load(G)
+
+
+def test_a_commit_file_that_changes_a_partition_outside_its_batch_is_refused(committed):
+    _edit(committed / "commits" / "2000", lambda doc: doc["offsets"]["events"].update({"1": 2}))
+    with pytest.raises(CorruptCheckpointError, match=r"(?s)commits/2000.*events-1.*commits/1000"):
+        OffsetStores.checkpoint(committed).load(G)
+
+
+def test_a_commit_file_that_drops_a_partition_of_its_predecessor_is_refused(committed):
+    _edit(committed / "commits" / "2000", lambda doc: doc["offsets"]["events"].pop("1"))
+    with pytest.raises(CorruptCheckpointError, match=r"(?s)commits/2000.*events-1"):
+        OffsetStores.checkpoint(committed).load(G)
+
+
+def test_deleting_every_commit_file_while_the_offsets_log_remains_is_refused(committed):
+    for path in (committed / "commits").iterdir():
+        path.unlink()
+    store = OffsetStores.checkpoint(committed)
+    with pytest.raises(CorruptCheckpointError, match=r"(?s)checkpoint/commits.*offsets/2000.*never reset"):
+        store.load(G)
+    with pytest.raises(CorruptCheckpointError):
+        store.pending(G)
+
+
+def test_deleting_a_commit_file_a_later_plan_follows_is_refused(committed):
+    OffsetStores.checkpoint(committed).plan(G, 3000, [r(20, 25)])
+    (committed / "commits" / "2000").unlink()
+    with pytest.raises(CorruptCheckpointError, match=r"(?s)offsets/3000.*batch 2000.*commits/1000"):
+        OffsetStores.checkpoint(committed).load(G)
+
+
+def test_deleting_only_the_newest_commit_file_re_runs_its_batch_from_the_offsets_log(committed):
+    # Indistinguishable from a crash between the plan and the commit: at-least-once re-run.
+    (committed / "commits" / "2000").unlink()
+    store = OffsetStores.checkpoint(committed)
+    assert store.load(G) == {TopicPartition("events", 0): 10, TopicPartition("events", 1): 7}
+    assert store.pending(G).ranges == (r(10, 20),)
+
+
+def test_a_first_batch_planned_but_never_committed_is_still_pending(tmp_path):
+    store = OffsetStores.checkpoint(tmp_path / "checkpoint")
+    store.plan(G, 1000, [r(0, 10)])
+    restarted = OffsetStores.checkpoint(tmp_path / "checkpoint")
+    assert restarted.load(G) == {}
+    assert restarted.pending(G).ranges == (r(0, 10),)
+
+
+def test_a_batch_planned_before_the_previous_commit_is_still_pending_after_a_crash(tmp_path):
+    store = OffsetStores.checkpoint(tmp_path / "checkpoint")
+    store.plan(G, 1000, [r(0, 10)])
+    store.plan(G, 2000, [r(10, 15)])  # generated while batch 1000 ran
+    store.commit(G, 1000, [r(0, 10)])
+    restarted = OffsetStores.checkpoint(tmp_path / "checkpoint")
+    assert restarted.load(G) == {TopicPartition("events", 0): 10}
+    assert restarted.pending(G).ranges == (r(10, 15),)
+
+
+def test_a_commit_after_a_recorded_data_loss_passes_the_cross_check(tmp_path):
+    store = OffsetStores.checkpoint(tmp_path / "checkpoint")
+    store.commit(G, 1000, [r(0, 10)])
+    store.record_data_loss(G, TopicPartition("events", 0), 10, 40, batch_time_ms=2000)
+    store.plan(G, 2000, [r(40, 45)])
+    store.commit(G, 2000, [r(40, 45)])
+    assert OffsetStores.checkpoint(tmp_path / "checkpoint").load(G) == {TopicPartition("events", 0): 45}
+
