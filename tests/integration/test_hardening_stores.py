@@ -425,3 +425,26 @@ def test_a_postgres_store_call_behind_a_held_lock_fails_within_its_timeout(pg_st
 def test_a_postgres_store_refuses_a_timeout_that_bounds_nothing(postgres):
     with pytest.raises(ConfigurationError, match=r"timeout.*-1.*timeout=30.0"):
         OffsetStores.postgres(timeout=-1, **postgres.dsn_params())
+
+
+KAFKA_TIMEOUT_MS = 3000
+
+
+@pytest.mark.parametrize("call", ["load", "commit", "record_data_loss", "data_losses"])
+def test_a_kafka_group_store_call_without_a_broker_fails_within_its_timeout(unique, call):
+    from dstream_kafka.services.environment import free_port
+
+    store = OffsetStores.kafka({"bootstrap.servers": f"127.0.0.1:{free_port()}"}, timeout_ms=KAFKA_TIMEOUT_MS)
+    group = unique("g")
+    calls = {
+        "load": lambda: store.load(group),
+        "commit": lambda: store.commit(group, 1000, [r(0, 5)]),
+        "record_data_loss": lambda: store.record_data_loss(group, TopicPartition("events", 0), 0, 5, 1000),
+        "data_losses": lambda: store.data_losses(group),
+    }
+    try:
+        took, error, _ = bounded(calls[call], 20 * KAFKA_TIMEOUT_MS / 1000)
+        assert isinstance(error, OffsetStoreError), repr(error)
+        assert took < 2 * KAFKA_TIMEOUT_MS / 1000 + 3
+    finally:
+        bounded(store.close, 10)
