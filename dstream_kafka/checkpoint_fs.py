@@ -28,7 +28,7 @@ import os
 import re
 import shutil
 import uuid
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import urlparse
 
 from dstream_kafka.errors import ConfigurationError, OffsetStoreError
@@ -121,6 +121,32 @@ class CheckpointFileSystem:
         self.replace(path, text.encode("utf-8"))
 
 
+def _os_hint(exc: OSError) -> str:
+    """Return what to do about a local file system error."""
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return ("the folder is read-only or not writable by this user: give the stream a writable "
+                "checkpoint directory")
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR):
+        return ("a part of the path is a regular file where a directory is expected (not a directory): "
+                "choose another checkpoint directory or move that file away")
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the file system is full: free space or use another checkpoint directory"
+    return "check the checkpoint directory"
+
+
+@contextlib.contextmanager
+def _local(what: str, path: str) -> Iterator[None]:
+    """Turn a local file system error into OffsetStoreError naming the path and the fix."""
+    try:
+        yield
+    except ChecksumMismatch:
+        raise
+    except OSError as exc:
+        raise OffsetStoreError(
+            f"Checkpoint file system: {what} {path} failed: {exc.strerror or exc} "
+            f"[errno {exc.errno}]; {_os_hint(exc)}. Files already stored were not changed.") from None
+
+
 def _os_path(path: str) -> str:
     # file: URIs given to the local layer (the streaming checkpoint accepts them) name the
     # same file as their path.
@@ -140,34 +166,45 @@ class LocalFileSystem(CheckpointFileSystem):
         return os.path.exists(_os_path(path))
 
     def mkdirs(self, path: str) -> None:
-        os.makedirs(_os_path(path), exist_ok=True)
+        with _local("creating folder", path):
+            os.makedirs(_os_path(path), exist_ok=True)
 
     def list(self, path: str) -> _Names:
-        try:
-            return os.listdir(_os_path(path))
-        except FileNotFoundError:
-            return []
+        with _local("listing", path):
+            try:
+                return os.listdir(_os_path(path))
+            except FileNotFoundError:
+                return []
 
     def read(self, path: str) -> bytes | None:
-        try:
-            with open(_os_path(path), "rb") as f:
-                return f.read()
-        except FileNotFoundError:
-            return None
+        with _local("reading", path):
+            try:
+                with open(_os_path(path), "rb") as f:
+                    return f.read()
+            except FileNotFoundError:
+                return None
 
     @staticmethod
     def _write_temp(path: str, data: bytes) -> str:
         folder, name = os.path.split(path)
         tmp = os.path.join(folder, _tmp_name(name))
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # a full disk leaves no partial temporary file behind
+            raise
         return tmp
 
     def write_new(self, path: str, data: bytes) -> bool:
-        path = _os_path(path)
+        with _local("writing", path):
+            return self._write_new(_os_path(path), data)
+
+    def _write_new(self, path: str, data: bytes) -> bool:
         tmp = self._write_temp(path, data)
         try:
             try:
@@ -191,16 +228,23 @@ class LocalFileSystem(CheckpointFileSystem):
         return True
 
     def replace(self, path: str, data: bytes) -> None:
-        path = os.path.abspath(_os_path(path))
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        os.replace(self._write_temp(path, data), path)
+        with _local("writing", path):
+            path = os.path.abspath(_os_path(path))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = self._write_temp(path, data)
+            try:
+                os.replace(tmp, path)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)  # a failed replace leaves no temporary file behind
+                raise
 
     def delete(self, path: str) -> None:
         path = _os_path(path)
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
             return
-        with contextlib.suppress(FileNotFoundError):
+        with _local("deleting", path), contextlib.suppress(FileNotFoundError):
             os.unlink(path)
 
     def __repr__(self) -> str:

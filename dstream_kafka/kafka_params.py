@@ -477,12 +477,28 @@ def stream_driver_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
     return config
 
 
-def store_client_config(kafkaParams: Mapping[str, Any], client: str = "consumer") -> dict[str, Any]:
+def store_client_config(kafkaParams: Mapping[str, Any], client: str = "consumer", *,
+                        defaults: Mapping[str, Any] | None = None,
+                        required: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Return settings for the Kafka group offset store's ``client``: consumer, producer or admin.
 
     The translation is :func:`consumer_config`'s (JAAS configs, typed values, unknown names
     refused). (De)serializers are dropped (the store handles bytes), and so are the settings
     the kafka-python ``client`` does not take; ``bootstrap.servers`` is required.
+
+    Parameters
+    ----------
+    kafkaParams : Mapping
+        The user's Kafka params (Java names).
+    client : str
+        ``"consumer"``, ``"producer"`` or ``"admin"``.
+    defaults : Mapping, optional
+        kafka-python settings the store uses unless the user's params set them
+        (``client_id``, ``request_timeout_ms``).
+    required : Mapping, optional
+        kafka-python settings the store depends on (``acks``, ``group_id``); they replace the
+        user's. Every setting of a store client comes from this one mapping, so a user
+        parameter never collides with a store keyword.
 
     Raises
     ------
@@ -502,7 +518,7 @@ def store_client_config(kafkaParams: Mapping[str, Any], client: str = "consumer"
               if name in known and not name.endswith(("_deserializer", "_serializer"))}
     if not config.get("bootstrap_servers"):
         raise ConfigurationError("Kafka params need 'bootstrap.servers', e.g. {'bootstrap.servers': '127.0.0.1:9092'}")
-    return config
+    return {**(defaults or {}), **config, **(required or {})}
 
 
 def _callable_identity(value: Any) -> str:

@@ -14,13 +14,21 @@ Every file is a version line ``v1`` followed by one JSON document
 (never overwritten), so a reader sees a complete file or none.
 
 * ``offsets/<t>``: ``{"group_id", "batch_time_ms", "ranges": [{"topic", "partition",
-  "fromOffset", "untilOffset"}...], "planned_at_ms"}``
+  "fromOffset", "untilOffset"}...], "planned_at_ms", "after_commit_ms"}``; ``after_commit_ms``
+  is the newest commit when the batch was planned (null before the first), so commit files
+  deleted by hand are detected (files of older versions lack it and are not checked).
 * ``commits/<t>``: ``{"group_id", "batch_time_ms", "ranges", "offsets": {"topic": {"0": next}},
   "previous_batch_time_ms", "committed_at_ms"}``; ``offsets`` is the full committed state after
   the batch, so the newest commit file alone gives :meth:`CheckpointOffsetStore.load`.
 * ``commits/<p>.next``: ``{"group_id", "batch_time_ms"}``. A commit first claims the slot after
   the newest commit ``p`` by creating this file; a second driver's claim of the same slot fails,
   which fences it even when its batch times differ.
+
+Reading the newest commit cross-checks it before anything is loaded: its ``offsets`` must be
+its predecessor's (advanced over the data losses recorded after it) moved to the end of its own
+``ranges``, and its non-empty ranges must be those planned in ``offsets/<t>``. A write-ahead
+file planned after a commit that is missing means commit files were deleted. Each contradiction
+raises :class:`~dstream_kafka.errors.CorruptCheckpointError` naming the files.
 
 A restart re-runs the oldest ``offsets/<t>`` newer than the newest commit
 (:meth:`CheckpointOffsetStore.pending`) over exactly the same ranges; planning it again deletes
@@ -42,7 +50,7 @@ import uuid
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from dstream_kafka.errors import OffsetFencedError, OffsetStoreError
+from dstream_kafka.errors import CorruptCheckpointError, OffsetFencedError, OffsetStoreError
 from dstream_kafka.offsets import OffsetRange, TopicPartition, partition_offsets_from_json, partition_offsets_to_json
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.checkpoint_format import FORMAT_VERSION, corrupt, encode, parse, ranges_doc
@@ -52,6 +60,7 @@ from dstream_kafka.stores.records import (
     DataLossRecord,
     PlannedBatch,
     advance_offsets,
+    merge_ranges,
     utc_from_ms,
 )
 from dstream_kafka.checkpoint_fs import CheckpointFileSystem, ChecksumMismatch, open_file_system
@@ -70,7 +79,7 @@ def _int_name(name: str) -> int | None:
 class _Commit:
     """The parsed newest commit: batch time, group and full offsets."""
 
-    __slots__ = ("batch_time_ms", "group_id", "ranges", "offsets", "committed_at_ms")
+    __slots__ = ("batch_time_ms", "group_id", "ranges", "offsets", "committed_at_ms", "previous")
 
     def __init__(self, doc: Mapping[str, Any], ranges: tuple[OffsetRange, ...],
                  offsets: dict[TopicPartition, int]) -> None:
@@ -79,6 +88,8 @@ class _Commit:
         self.ranges = ranges
         self.offsets = offsets
         self.committed_at_ms = int(doc["committed_at_ms"])
+        previous = doc.get("previous_batch_time_ms")
+        self.previous = None if previous is None else int(previous)
 
 
 class CheckpointOffsetStore(OffsetStore):
@@ -167,6 +178,7 @@ class CheckpointOffsetStore(OffsetStore):
             self._prepare()
             self._committed_times = self._times("commits")
             self._latest = self._read_commit(self._committed_times[-1]) if self._committed_times else None
+            self._verify_newest(self._latest)
             self._latest_known = True
         latest = self._latest
         if latest is not None and latest.group_id != group_id:
@@ -175,6 +187,50 @@ class CheckpointOffsetStore(OffsetStore):
                 f"not {group_id!r}. A checkpoint directory belongs to one stream: use another "
                 "directory for this group, or the group id that wrote it.")
         return latest
+
+    def _verify_newest(self, latest: _Commit | None) -> None:
+        """Refuse a newest commit that contradicts itself, its predecessor or the offsets log,
+        and commit files missing under write-ahead files planned after them."""
+        if latest is not None:
+            path = self._file("commits", latest.batch_time_ms)
+            for r in latest.ranges:
+                if latest.offsets.get(r.topicPartition()) != r.untilOffset:
+                    raise corrupt(path, f"its offsets say {r.topic}-{r.partition} is at "
+                                        f"{latest.offsets.get(r.topicPartition())} but its own ranges end at "
+                                        f"{r.untilOffset}")
+            planned = self._read_planned(latest.batch_time_ms)
+            if planned is not None and _non_empty(merge_ranges(planned.ranges)) != _non_empty(latest.ranges):
+                raise corrupt(path, f"its ranges {list(_non_empty(latest.ranges))} are not the ranges "
+                                    f"planned in {self._file('offsets', latest.batch_time_ms)} "
+                                    f"({list(_non_empty(merge_ranges(planned.ranges)))})")
+            previous = None if latest.previous is None else self._read_commit(latest.previous)
+            if latest.previous is None or previous is not None:  # a pruned predecessor is not checked
+                before = dict(previous.offsets) if previous is not None else {}
+                for loss in self._losses_since(latest.previous):
+                    tp = TopicPartition(loss.topic, loss.partition)
+                    if before.get(tp) == loss.lost_from:
+                        before[tp] = loss.lost_until
+                expected = advance_offsets(before, latest.ranges)
+                for tp in sorted(set(expected) | set(latest.offsets)):
+                    if expected.get(tp) != latest.offsets.get(tp):
+                        source = (self._file("commits", latest.previous) if latest.previous is not None
+                                  else "the start (no earlier commit)")
+                        raise corrupt(path, f"its offsets say {tp.topic}-{tp.partition} is at "
+                                            f"{latest.offsets.get(tp)}, but {source} and this batch's ranges "
+                                            f"give {expected.get(tp)}")
+        newest = latest.batch_time_ms if latest is not None else -1
+        for t in self._times("offsets"):
+            if t <= newest:
+                continue
+            doc = self._read_doc(self._file("offsets", t), ("batch_time_ms", "ranges"))
+            after = None if doc is None else doc.get("after_commit_ms")
+            if after is not None and int(after) > newest:
+                raise CorruptCheckpointError(
+                    f"Commit files are missing in {self._dir('commits')}: {self._file('offsets', t)} was "
+                    f"planned after the commit of batch {after}, but the newest commit file is "
+                    f"{'none' if latest is None else self._file('commits', newest)}. Offsets are never "
+                    "reset on their own: restore the deleted commits/ files from a backup, or remove "
+                    "offsets/ and commits/ to start the stream afresh from its starting offsets.")
 
     def _forget(self) -> None:
         self._latest_known = False
@@ -221,8 +277,10 @@ class CheckpointOffsetStore(OffsetStore):
         with self._lock:
             self._prepare()
             path = self._file("offsets", t)
+            latest = self._newest(group_id)
             doc = {"group_id": group_id, "batch_time_ms": t, "ranges": ranges_doc(planned),
-                   "planned_at_ms": int(time.time() * 1000)}
+                   "planned_at_ms": int(time.time() * 1000),
+                   "after_commit_ms": None if latest is None else latest.batch_time_ms}
             if self._fs.write_new(path, encode(doc)):
                 return
             before = self._read_planned(t)
@@ -383,6 +441,10 @@ class CheckpointOffsetStore(OffsetStore):
 
 class _ClaimTaken(Exception):
     """Internal: another commit claimed the slot after the newest commit we knew."""
+
+
+def _non_empty(ranges: Sequence[OffsetRange]) -> tuple[OffsetRange, ...]:
+    return tuple(sorted((r for r in ranges if r.count() > 0), key=lambda r: (r.topic, r.partition)))
 
 
 def _only_adds_empty(before: Sequence[OffsetRange], now: Sequence[OffsetRange]) -> bool:

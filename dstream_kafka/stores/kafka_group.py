@@ -62,8 +62,10 @@ class GroupCommitter:
     The group store and :class:`~dstream_kafka.stores.mirror.KafkaGroupMirror` commit with it.
     """
 
-    def __init__(self, kafkaParams: Mapping[str, Any]) -> None:
-        self._config = kafka_client_config(kafkaParams)
+    def __init__(self, kafkaParams: Mapping[str, Any], timeout_ms: int = 30_000) -> None:
+        kafka_client_config(kafkaParams)  # refuse bad params now, before any data moves
+        self._params = dict(kafkaParams)
+        self._timeout_ms = timeout_ms
         self._owned: dict[str, Any] = {}
         self._bound: Any = None
         self._bound_lock: Any = None
@@ -83,8 +85,10 @@ class GroupCommitter:
         if consumer is None:
             from kafka import KafkaConsumer
 
-            config = {**self._config, "group_id": group_id, "enable_auto_commit": False,
-                      "client_id": f"dstream-kafka-offsets-{group_id}"}
+            config = kafka_client_config(
+                self._params, defaults={"client_id": f"dstream-kafka-offsets-{group_id}",
+                                        "bootstrap_timeout_ms": self._timeout_ms},
+                required={"group_id": group_id, "enable_auto_commit": False})
             consumer = self._owned[group_id] = KafkaConsumer(**config)
         consumer.commit({_ktp(tp): oam for tp, oam in offsets.items()}, timeout_ms=timeout_ms)
 
@@ -106,14 +110,18 @@ class KafkaGroupOffsetStore(OffsetStore):
     data_loss_topic : str
         Topic holding data-loss records (created on first use).
     timeout_ms : int
-        Timeout of each request to Kafka.
+        Milliseconds the store waits for Kafka: to bootstrap each client it opens, for each
+        request, and for a retriable error (no coordinator yet) to clear. A broker that does
+        not answer in time fails the store call with
+        :class:`~dstream_kafka.errors.OffsetStoreError`. ``request.timeout.ms`` in the params
+        overrides the per-request part.
     """
 
     def __init__(self, kafkaParams: Mapping[str, Any], *, data_loss_topic: str = DATA_LOSS_TOPIC,
                  timeout_ms: int = 30_000) -> None:
         super().__init__()
         self._params = dict(kafkaParams)
-        self._committer = GroupCommitter(self._params)
+        self._committer = GroupCommitter(self._params, timeout_ms)
         self._admin: Any = None
         self._data_loss_topic = data_loss_topic
         self._timeout_ms = timeout_ms
@@ -125,8 +133,9 @@ class KafkaGroupOffsetStore(OffsetStore):
         if self._admin is None:
             from kafka import KafkaAdminClient
 
-            self._admin = KafkaAdminClient(**kafka_client_config(self._params, "admin"),
-                                           request_timeout_ms=self._timeout_ms)
+            self._admin = KafkaAdminClient(**kafka_client_config(
+                self._params, "admin", defaults={"request_timeout_ms": self._timeout_ms,
+                                                 "bootstrap_timeout_ms": self._timeout_ms}))
         return self._admin
 
     def _fetch(self, group_id: str, partitions: Collection[TopicPartition] | None = None) -> dict[TopicPartition, Any]:
@@ -225,8 +234,12 @@ class KafkaGroupOffsetStore(OffsetStore):
         with self._lock:
             try:
                 self._ensure_data_loss_topic()
-                producer = KafkaProducer(**kafka_client_config(self._params, "producer"), acks="all",
-                                         client_id="dstream-kafka-data-loss")
+                # acks=all: a loss record must survive a broker failure.
+                producer = KafkaProducer(**kafka_client_config(
+                    self._params, "producer", defaults={"client_id": "dstream-kafka-data-loss",
+                                                        "bootstrap_timeout_ms": self._timeout_ms,
+                                                        "max_block_ms": self._timeout_ms},
+                    required={"acks": "all"}))
                 try:
                     producer.send(self._data_loss_topic, key=group_id.encode(),
                                   value=json.dumps(record).encode()).get(timeout=self._timeout_ms / 1000)
@@ -249,10 +262,16 @@ class KafkaGroupOffsetStore(OffsetStore):
         from kafka import KafkaConsumer
         from kafka import TopicPartition as KTP
 
-        config = {**kafka_client_config(self._params), "group_id": None, "enable_auto_commit": False}
+        config = kafka_client_config(self._params, defaults={"bootstrap_timeout_ms": self._timeout_ms},
+                                     required={"group_id": None, "enable_auto_commit": False})
         records: list[DataLossRecord] = []
         with self._lock:
-            consumer = KafkaConsumer(**config)
+            try:
+                consumer = KafkaConsumer(**config)
+            except Exception as exc:  # kafka-python errors (no broker within bootstrap_timeout_ms)
+                raise OffsetStoreError(
+                    f"Reading data-loss records from topic {self._data_loss_topic!r} failed: "
+                    f"{type(exc).__name__}: {exc} (the store waits timeout_ms={self._timeout_ms} for Kafka)") from None
             try:
                 parts = consumer.partitions_for_topic(self._data_loss_topic)
                 if not parts:

@@ -415,12 +415,18 @@ class PostgresOffsetStore(SqlOffsetStore):
         libpq connection string or ``postgresql://`` URI.
     table_prefix, schema, keep_history, also_commit_to_kafka_group
         See :class:`SqlOffsetStore`.
+    timeout : float
+        Seconds a store call waits to connect (libpq ``connect_timeout``, unless given) and for
+        a lock another session holds (``lock_timeout``); past it the call fails with
+        :class:`~dstream_kafka.errors.OffsetStoreError` and nothing is written. Statements of
+        the application inside ``stream.transaction()`` get no statement timeout from the store.
     **connect_kwargs
         ``psycopg2.connect`` keyword arguments (``host``, ``port``, ``dbname``, ``user``,
         ``password``, ...). The password never appears in ``repr``, logs or error messages.
     """
 
     def __init__(self, dsn: str | None = None, *, table_prefix: str = "dstream_kafka_", schema: str | None = None,
-                 keep_history: int = 1000, also_commit_to_kafka_group: Any = None, **connect_kwargs: Any) -> None:
-        super().__init__(PostgresDialect(dsn, connect_kwargs), table_prefix=table_prefix, schema=schema,
+                 keep_history: int = 1000, also_commit_to_kafka_group: Any = None, timeout: float = 30.0,
+                 **connect_kwargs: Any) -> None:
+        super().__init__(PostgresDialect(dsn, connect_kwargs, timeout), table_prefix=table_prefix, schema=schema,
                          keep_history=keep_history, also_commit_to_kafka_group=also_commit_to_kafka_group)

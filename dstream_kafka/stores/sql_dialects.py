@@ -9,6 +9,7 @@ connection parameter) from every message it wraps, and its ``repr`` never shows 
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -125,6 +126,9 @@ class PostgresDialect(Dialect):
         A libpq connection string or ``postgresql://`` URI (may contain a password).
     params : dict
         ``psycopg2.connect`` keyword arguments (may contain ``password``); they override ``dsn``.
+    timeout : float
+        Seconds to connect (libpq ``connect_timeout``, unless the DSN or ``params`` set it) and
+        to wait for a lock (``lock_timeout`` of the session).
     """
 
     name = "postgres"
@@ -134,7 +138,13 @@ class PostgresDialect(Dialect):
     now = "now()"
     for_update = " FOR UPDATE"
 
-    def __init__(self, dsn: str | None = None, params: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, dsn: str | None = None, params: Mapping[str, Any] | None = None,
+                 timeout: float = 30.0) -> None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+            raise ConfigurationError(
+                f"PostgreSQL store timeout must be a positive number of seconds, got {timeout!r}: "
+                "pass e.g. OffsetStores.postgres(dsn, timeout=30.0)")
+        self.timeout = float(timeout)
         try:
             import psycopg2
             import psycopg2.extensions
@@ -152,6 +162,7 @@ class PostgresDialect(Dialect):
                     "use 'host=... port=... dbname=... user=...' or postgresql://user@host:port/dbname, "
                     "or pass keyword arguments") from None
         merged.update({k: v for k, v in (params or {}).items() if v is not None})
+        merged.setdefault("connect_timeout", max(1, math.ceil(self.timeout)))  # libpq: whole seconds
         self._params = merged
         self._secrets = [str(merged[k]) for k in _SECRET_KEYS if merged.get(k)]
         self.errors = (psycopg2.Error,)
@@ -169,7 +180,24 @@ class PostgresDialect(Dialect):
             raise OffsetStoreError(f"{self.describe()}: connecting failed: {type(exc).__name__}: "
                                    f"{self.scrub(str(exc))}") from None
         conn.autocommit = False
+        try:
+            # A lock held by another session (a second driver, a migration) would otherwise
+            # block a store call forever; SET is transactional, hence the commit.
+            with conn.cursor() as cur:
+                cur.execute(f"SET lock_timeout = '{int(self.timeout * 1000)}ms'")
+            conn.commit()
+        except psycopg2.Error as exc:
+            conn.close()
+            raise self.wrap("setting lock_timeout", exc) from None
         return conn
+
+    def wrap(self, what: str, exc: BaseException) -> OffsetStoreError:
+        error = super().wrap(what, exc)
+        if "lock timeout" in str(exc):
+            error.args = (f"{error.args[0]} (another session held a lock on the offset tables for longer "
+                          f"than the store's timeout of {self.timeout:g} s; nothing was written: "
+                          "OffsetStores.postgres(dsn, timeout=...) sets the bound)",)
+        return error
 
     def sql(self, statement: str) -> str:
         return statement.replace("%", "%%").replace("?", "%s")

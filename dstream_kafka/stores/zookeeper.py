@@ -61,7 +61,10 @@ class ZooKeeperOffsetStore(OffsetStore):
         ``host:port[,host:port...][/chroot]``, or a started ``KazooClient`` (not closed by
         :meth:`close`).
     timeout : float
-        Connection timeout in seconds.
+        Seconds the store waits for ZooKeeper: to connect, and for the answer to each request
+        (also the session timeout of a client the store creates). A server that does not answer
+        in time fails the store call with :class:`~dstream_kafka.errors.OffsetStoreError`, so a
+        stopped ZooKeeper fails the batch after about ``timeout`` seconds; nothing is written.
     keep_history : int
         History nodes kept per group.
     also_commit_to_kafka_group : dict or callable, optional
@@ -76,12 +79,16 @@ class ZooKeeperOffsetStore(OffsetStore):
         kazoo = _kazoo()
         self.keep_history = self._check_keep("keep_history", keep_history)
         self._exc = kazoo.exceptions
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+            raise ConfigurationError(
+                f"ZooKeeper store timeout must be a positive number of seconds, got {timeout!r}: "
+                "pass e.g. OffsetStores.zookeeper(hosts, timeout=15.0)")
+        self._timeout = float(timeout)
         if isinstance(hosts, str):
             self.hosts = hosts
             self._zk = kazoo.client.KazooClient(hosts=hosts, timeout=timeout, **client_kwargs)
             self._owned = True
             self._started = False
-            self._timeout = timeout
         else:
             self.hosts = getattr(hosts, "hosts", repr(hosts))
             self._zk, self._owned, self._started = hosts, False, True
@@ -102,10 +109,29 @@ class ZooKeeperOffsetStore(OffsetStore):
             self._started = True
         return self._zk
 
+    def _wait(self, request: Any, deadline: float | None = None) -> Any:
+        """Return the result of a kazoo async request, waiting at most until ``deadline``
+        (default: the store's timeout from now); a request still unanswered raises
+        OffsetStoreError (kazoo queues requests while it reconnects, and would wait forever)."""
+        if deadline is None:
+            deadline = time.monotonic() + self._timeout
+        try:
+            return request.get(timeout=max(0.0, deadline - time.monotonic()))
+        except self._zk.handler.timeout_exception:
+            raise OffsetStoreError(
+                f"ZooKeeper {self.hosts} did not answer within the store's timeout of {self._timeout:g} s: "
+                "the server is down or unreachable. Nothing was written by this call; restart once "
+                "ZooKeeper is back (OffsetStores.zookeeper(hosts, timeout=...) sets the bound).") from None
+
     @contextlib.contextmanager
     def _wrapped(self, what: str) -> Any:
         try:
             yield
+        except (self._exc.ConnectionLoss, self._exc.SessionExpiredError) as exc:
+            raise OffsetStoreError(
+                f"ZooKeeper {self.hosts}: {what} failed: {type(exc).__name__}: the connection to ZooKeeper "
+                "was lost (server down or unreachable). A commit whose answer was lost is recognised "
+                "by its history node when the stream restarts; no offset was reset.") from None
         except self._exc.KazooException as exc:
             raise OffsetStoreError(f"ZooKeeper {self.hosts}: {what} failed: {type(exc).__name__}: {exc}") from None
 
@@ -119,18 +145,19 @@ class ZooKeeperOffsetStore(OffsetStore):
     def _get_many(self, paths: Sequence[str]) -> list[tuple[bytes, Any] | None]:
         """Read nodes in parallel (one round trip); None for a node that does not exist."""
         zk = self._client()
+        deadline = time.monotonic() + self._timeout
         pending = [zk.get_async(path) for path in paths]
         results: list[tuple[bytes, Any] | None] = []
         for request in pending:
             try:
-                results.append(request.get())
+                results.append(self._wait(request, deadline))
             except self._exc.NoNodeError:
                 results.append(None)
         return results
 
     def _ensure(self, path: str) -> None:
         if path not in self._ensured:  # a path once created stays (nobody deletes offsets)
-            self._client().ensure_path(path)
+            self._wait(self._client().ensure_path_async(path))
             self._ensured.add(path)
 
     def _read_offset(self, path: str, found: tuple[bytes, Any] | None = None,
@@ -155,12 +182,12 @@ class ZooKeeperOffsetStore(OffsetStore):
         with self._lock, self._wrapped("loading offsets"):
             zk = self._client()
             try:
-                names = zk.get_children(base) if topics is None else list(topics)
+                names = self._wait(zk.get_children_async(base)) if topics is None else list(topics)
             except self._exc.NoNodeError:
                 return {}
             for topic in sorted(names):
                 try:
-                    partitions = zk.get_children(f"{base}/{_check_name(topic, 'topic')}")
+                    partitions = self._wait(zk.get_children_async(f"{base}/{_check_name(topic, 'topic')}"))
                 except self._exc.NoNodeError:
                     continue
                 for name in partitions:
@@ -204,7 +231,7 @@ class ZooKeeperOffsetStore(OffsetStore):
             tx.create(f"{history}/{t}", json.dumps(
                 {"ranges": json.loads(offset_ranges_to_json(merged)),
                  "committed_at_ms": int(time.time() * 1000)}, separators=(",", ":")).encode())
-            results = tx.commit()
+            results = self._wait(tx.commit_async())
             failed = [(i, res) for i, res in enumerate(results)
                       if isinstance(res, Exception) and not isinstance(res, self._exc.RolledBackError)]
             if failed:
@@ -225,10 +252,10 @@ class ZooKeeperOffsetStore(OffsetStore):
         if count <= self.keep_history + 10:
             return  # list the children only every 10 commits past the limit
         zk = self._client()
-        times = sorted(int(n) for n in zk.get_children(history) if n.isdigit())
+        times = sorted(int(n) for n in self._wait(zk.get_children_async(history)) if n.isdigit())
         for stale in times[:-self.keep_history]:
             with contextlib.suppress(self._exc.NoNodeError):
-                zk.delete(f"{history}/{stale}")
+                self._wait(zk.delete_async(f"{history}/{stale}"))
         self._history_count[group_id] = min(len(times), self.keep_history)
 
     def _read_commit(self, path: str) -> tuple[tuple[OffsetRange, ...], int] | None:
@@ -250,7 +277,8 @@ class ZooKeeperOffsetStore(OffsetStore):
         records = []
         with self._lock, self._wrapped("reading the commit history"):
             try:
-                times = sorted((int(n) for n in self._client().get_children(history) if n.isdigit()), reverse=True)
+                times = sorted((int(n) for n in self._wait(self._client().get_children_async(history))
+                                if n.isdigit()), reverse=True)
             except self._exc.NoNodeError:
                 return []
             for t in times[:max(0, limit)]:
@@ -272,7 +300,7 @@ class ZooKeeperOffsetStore(OffsetStore):
             tx.create(f"{folder}/record-", json.dumps(record).encode(), sequence=True)
             if offset == lost_from:
                 tx.set_data(path, str(lost_until).encode("ascii"), version=version)
-            results = tx.commit()
+            results = self._wait(tx.commit_async())
             if any(isinstance(r, Exception) for r in results):
                 raise OffsetFencedError(
                     f"Recording data loss of {tp.topic}-{tp.partition} for group {group_id!r} failed: the "
@@ -284,11 +312,11 @@ class ZooKeeperOffsetStore(OffsetStore):
         with self._lock, self._wrapped("reading data losses"):
             zk = self._client()
             try:
-                names = sorted(zk.get_children(folder))
+                names = sorted(self._wait(zk.get_children_async(folder)))
             except self._exc.NoNodeError:
                 return []
             for name in names:
-                data, _ = zk.get(f"{folder}/{name}")
+                data, _ = self._wait(zk.get_async(f"{folder}/{name}"))
                 records.append(DataLossRecord.from_doc(json.loads(data)))
         return records
 

@@ -316,3 +316,15 @@ def test_store_clients_get_only_the_settings_their_client_takes():
     producer = store_client_config(params, "producer")
     assert "max_poll_records" not in producer and "group_id" not in producer
     assert "value_deserializer" not in store_client_config(params)
+
+
+def test_a_store_default_gives_way_to_the_users_setting_of_the_same_name():
+    params = {"bootstrap.servers": "h:1", "client.id": "mine", "request.timeout.ms": "5000"}
+    config = store_client_config(params, "admin", defaults={"client_id": "store", "request_timeout_ms": 30000})
+    assert (config["client_id"], config["request_timeout_ms"]) == ("mine", 5000)
+
+
+def test_a_setting_the_store_requires_replaces_the_users_setting_of_the_same_name():
+    params = {"bootstrap.servers": "h:1", "group.id": "theirs", "enable.auto.commit": "true"}
+    config = store_client_config(params, required={"group_id": "ours", "enable_auto_commit": False})
+    assert (config["group_id"], config["enable_auto_commit"]) == ("ours", False)
