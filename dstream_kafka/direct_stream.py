@@ -127,6 +127,25 @@ def latest_offsets(consumer: Any, parts: Sequence[TopicPartition], retries: int,
             time.sleep(backoff_ms / 1000.0)
 
 
+#: How long the check that a broker is up waits for a TCP connection to each bootstrap server.
+REACHABLE_TIMEOUT_S = 1.0
+
+
+def any_reachable(servers: str, timeout_s: float = REACHABLE_TIMEOUT_S) -> bool:
+    """Return whether any ``host:port`` of the comma-separated ``servers`` accepts a TCP
+    connection within ``timeout_s`` (unparsable entries count as unreachable)."""
+    import socket
+
+    for server in servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
 def _describe_parts(parts: Sequence[TopicPartition]) -> str:
     shown = ", ".join(f"{tp.topic}-{tp.partition}" for tp in list(parts)[:5])
     return shown + (f" and {len(parts) - 5} more" if len(parts) > 5 else "")
@@ -293,8 +312,15 @@ class DirectKafkaInputDStream(InputDStream[Any]):
     def _latest(self, parts: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         servers = self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", "bootstrap.servers")
         return latest_offsets(self._driver(), parts, self._max_retries, self._retry_backoff_ms,
-                              self._lookup_timeout_ms, str(servers),
-                              lambda ps: self._positions.find_vanished(self._driver(), ps))
+                              self._lookup_timeout_ms, str(servers), self._vanished)
+
+    def _vanished(self, parts: Sequence[TopicPartition]) -> set[TopicPartition]:
+        """Those of ``parts`` that were deleted; none while no bootstrap server accepts a
+        connection (a broker outage, which the retries ride out, is not a deletion)."""
+        servers = self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", "")
+        if not any_reachable(str(servers)):
+            return set()
+        return self._positions.find_vanished(self._driver(), parts)
 
     def _clamp(self, latest: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         current = {tp: self.currentOffsets[tp] for tp in latest}

@@ -111,3 +111,21 @@ def test_a_failed_look_up_of_a_deleted_partition_reports_it_without_retrying(mon
                        find_vanished=lambda parts: {tp for tp in parts if tp.topic == "gone"})
     assert caught.value.partitions == {TopicPartition("gone", 0)}
     assert consumer.calls == 1
+
+
+def test_a_closed_port_is_not_reachable() -> None:
+    from dstream_kafka.direct_stream import any_reachable
+
+    assert any_reachable("127.0.0.1:1, not a host:::", timeout_s=0.5) is False
+
+
+def test_a_listening_port_among_the_servers_is_reachable() -> None:
+    import socket
+
+    from dstream_kafka.direct_stream import any_reachable
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert any_reachable(f"127.0.0.1:1,127.0.0.1:{port}", timeout_s=0.5) is True
