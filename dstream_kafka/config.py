@@ -19,6 +19,7 @@ __all__ = [
     "METRICS_PROMETHEUS_PORT",
     "PROGRESS_JSON_PATH",
     "ALLOW_NON_CONSECUTIVE_OFFSETS",
+    "ASSIGNMENT_TIMEOUT",
     "BACKPRESSURE_ENABLED",
     "BACKPRESSURE_INITIAL_RATE",
     "CONCURRENT_JOBS",
@@ -31,6 +32,7 @@ __all__ = [
     "CONSUMER_POLL_MS",
     "DEFAULTS",
     "GRACEFUL_STOP_TIMEOUT",
+    "LOOKUP_TIMEOUT",
     "MAX_RATE_PER_PARTITION",
     "MAX_RETRIES",
     "MIN_RATE_PER_PARTITION",
@@ -41,6 +43,7 @@ __all__ = [
     "PID_PROPORTIONAL",
     "PYSPARK_PYTHON",
     "RATE_ESTIMATOR",
+    "RETRY_BACKOFF",
     "STOP_GRACEFULLY_ON_SHUTDOWN",
     "SparkConfReader",
     "parse_time_string",
@@ -58,6 +61,15 @@ ALLOW_NON_CONSECUTIVE_OFFSETS = "spark.streaming.kafka.allowNonConsecutiveOffset
 #: Retries of the driver's latest-offset look-up per batch (2 attempts in all by default),
 #: as Spark's 0-8 direct stream; honoured by every direct stream here.
 MAX_RETRIES = "spark.streaming.kafka.maxRetries"
+#: Pause between those tries (Kafka 0-8's ``refresh.leader.backoff.ms``, which Spark's 0-8
+#: stream sleeps; here a Spark key, since kafka-python has no such consumer setting).
+RETRY_BACKOFF = "spark.streaming.kafka.retryBackoff"
+#: Longest wait of one driver offset look-up of a batch (ours: kafka-python's default is its
+#: request.timeout.ms, 30 s).
+LOOKUP_TIMEOUT = "spark.streaming.kafka.lookupTimeout"
+#: How long a Subscribe/SubscribePattern stream's start waits for its group to assign it
+#: partitions before failing (ours: Spark's stream waits without a bound and runs empty).
+ASSIGNMENT_TIMEOUT = "spark.streaming.kafka.assignmentTimeout"
 # Streaming core (StreamingConf, RateController, RateEstimator)
 BACKPRESSURE_ENABLED = "spark.streaming.backpressure.enabled"
 BACKPRESSURE_INITIAL_RATE = "spark.streaming.backpressure.initialRate"
@@ -96,6 +108,9 @@ DEFAULTS: Mapping[str, str | None] = {
     MIN_RATE_PER_PARTITION: "1",
     ALLOW_NON_CONSECUTIVE_OFFSETS: "false",
     MAX_RETRIES: "1",
+    RETRY_BACKOFF: "200ms",
+    LOOKUP_TIMEOUT: "30s",
+    ASSIGNMENT_TIMEOUT: "60s",
     BACKPRESSURE_ENABLED: "false",
     BACKPRESSURE_INITIAL_RATE: "0",
     RATE_ESTIMATOR: "pid",
@@ -354,6 +369,30 @@ class SparkConfReader:
         """``spark.streaming.kafka.maxRetries`` (default 1): how many more times a direct
         stream's driver tries its latest-offset look-up of a batch after a failure."""
         return self.get_int(MAX_RETRIES, minimum=0)
+
+    @property
+    def retry_backoff_ms(self) -> int:
+        """``spark.streaming.kafka.retryBackoff`` in ms (default 200ms): the pause between two
+        tries of a direct stream's driver offset look-up."""
+        return self._time_at_least(RETRY_BACKOFF, 0)
+
+    @property
+    def lookup_timeout_ms(self) -> int:
+        """``spark.streaming.kafka.lookupTimeout`` in ms (default 30s): the longest one try of
+        a direct stream's driver offset look-up waits for the broker's answer."""
+        return self._time_at_least(LOOKUP_TIMEOUT, 1)
+
+    @property
+    def assignment_timeout_ms(self) -> int:
+        """``spark.streaming.kafka.assignmentTimeout`` in ms (default 60s): how long a
+        subscribing direct stream's start waits for its group to assign it partitions."""
+        return self._time_at_least(ASSIGNMENT_TIMEOUT, 1)
+
+    def _time_at_least(self, key: str, minimum_ms: int) -> int:
+        value = self.get_time_ms(key)
+        if value < minimum_ms:
+            raise _bad(key, self.get_raw(key), f"a time of at least {minimum_ms} ms", "30s")
+        return value
 
     @property
     def backpressure_enabled(self) -> bool:

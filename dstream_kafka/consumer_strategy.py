@@ -8,26 +8,54 @@ so the driver never fetches records; executors read the data.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import re
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Pattern, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Pattern, Sequence
 
 from kafka import ConsumerRebalanceListener
 
-from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError, UnknownTopicPartitionError
 from dstream_kafka.kafka_params import stream_driver_config
 from dstream_kafka.offsets import TopicPartition, as_topic_partition
 
-__all__ = ["ConsumerStrategy", "ConsumerStrategies", "Subscribe", "SubscribePattern", "Assign"]
+__all__ = ["ConsumerStrategy", "ConsumerStrategies", "Subscribe", "SubscribePattern", "Assign",
+           "assignment_timeout"]
 
 logger = logging.getLogger(__name__)
 
-#: How long onStart waits for the group coordinator to hand out partitions.
+#: How long onStart waits for the group coordinator to hand out partitions, unless a stream
+#: sets its ``spark.streaming.kafka.assignmentTimeout`` through :func:`assignment_timeout`.
 ASSIGNMENT_TIMEOUT_S = 60.0
+
+#: Longest wait of closing a driver consumer whose start failed (its LeaveGroup request).
+CLOSE_TIMEOUT_MS = 5_000
+
+# A context variable, not an onStart argument: onStart's signature is public (user strategies
+# override it) and stays Spark's.
+_assignment_timeout_s: contextvars.ContextVar[float] = contextvars.ContextVar(
+    "assignment_timeout_s", default=ASSIGNMENT_TIMEOUT_S)
+
+
+@contextlib.contextmanager
+def assignment_timeout(seconds: float) -> Iterator[None]:
+    """Bound the partition-assignment wait of every ``onStart`` called inside the block.
+
+    Parameters
+    ----------
+    seconds : float
+        How long a subscribing strategy waits for its group to assign it partitions.
+    """
+    token = _assignment_timeout_s.set(float(seconds))
+    try:
+        yield
+    finally:
+        _assignment_timeout_s.reset(token)
 
 
 def _check_params(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
@@ -152,25 +180,96 @@ class _BaseStrategy(ConsumerStrategy):
         return consumer, _PauseOnAssign(consumer)
 
     def _subscribed(self, currentOffsets: Mapping[TopicPartition, int], **subscription: Any) -> Any:
-        """Return a consumer subscribed with ``subscription``, joined, positioned and paused."""
+        """Return a consumer subscribed with ``subscription``, joined, positioned and paused.
+
+        A consumer that gets no partitions within the assignment timeout is closed (so it
+        leaves the group) and the start fails.
+        """
         consumer, listener = self._new_consumer()
-        consumer.subscribe(listener=listener, **subscription)
-        self._await_assignment(consumer, expect_any=True)
-        self._seek(consumer, currentOffsets)
+        try:
+            # Metadata first: a group leader whose first assignment had no topic metadata
+            # sometimes never completes its second join (kafka-python 3.0.12) and would wait
+            # out the whole assignment timeout.
+            consumer.topics()
+            consumer.subscribe(listener=listener, **subscription)
+            self._await_assignment(consumer)
+            self._seek(consumer, currentOffsets)
+        except BaseException:
+            # Bounded: a LeaveGroup stuck behind a pending rebalance must not hold the error.
+            consumer.close(autocommit=False, timeout_ms=CLOSE_TIMEOUT_MS)
+            raise
         return consumer
 
-    def _await_assignment(self, consumer: Any, expect_any: bool) -> None:
+    def _await_assignment(self, consumer: Any) -> None:
+        """Poll until the group assigns ``consumer`` partitions, within the assignment timeout.
+
+        Raises
+        ------
+        UnknownTopicPartitionError
+            When none of the subscribed topics exists when the wait ends.
+        BrokerTimeoutError
+            When the topics exist but the group assigned nothing (other members hold every
+            partition, or the coordinator did not answer).
+        """
+        timeout_s = _assignment_timeout_s.get()
+        group = self.kafkaParams.get("group.id") or self.kafkaParams.get("group_id")
+        logger.info("Waiting up to %.0f s (spark.streaming.kafka.assignmentTimeout) for group %s "
+                    "to assign partitions of %s", timeout_s, group, self.describe())
         # Joining the group happens inside poll(); partitions are paused by the listener as
         # they arrive, so these polls return no records.
-        deadline = time.monotonic() + ASSIGNMENT_TIMEOUT_S
+        started = time.monotonic()
+        deadline = started + timeout_s
+        checked = False
         while not consumer.assignment():
             records = consumer.poll(timeout_ms=100)
             if records:  # pragma: no cover - the listener pauses first; be paranoid anyway
                 seek_back(consumer, records)
-            if not expect_any or time.monotonic() > deadline:
-                if expect_any:
-                    logger.warning("No partitions assigned after %.0fs", ASSIGNMENT_TIMEOUT_S)
-                return
+            if not checked and time.monotonic() - started > 1.0:
+                # Not assigned within a second: say so once if the reason is a missing topic.
+                checked = True
+                if self._existing_topics() == []:
+                    logger.warning("%s: no topic it reads exists yet in the cluster at %s; waiting "
+                                   "up to %.0f s (spark.streaming.kafka.assignmentTimeout) for one",
+                                   self.describe(), self._servers(), timeout_s)
+            if time.monotonic() > deadline:
+                self._no_assignment(timeout_s, group)
+
+    def _servers(self) -> Any:
+        return self.kafkaParams.get("bootstrap.servers") or self.kafkaParams.get("bootstrap_servers")
+
+    def _topics_among(self, names: set[str]) -> list[str]:
+        """Of the cluster's topics ``names``, those this strategy reads (all of them here)."""
+        return sorted(names)
+
+    def _existing_topics(self) -> list[str] | None:
+        """The topics this strategy reads that exist now; None when the brokers do not answer.
+
+        Asked through a group-less pooled reader: the driver consumer's own metadata requests
+        fail while a subscribed topic is missing.
+        """
+        from kafka.errors import KafkaError
+
+        from dstream_kafka.offset_reader import offset_reader
+
+        try:
+            with offset_reader(self.kafkaParams) as reader:
+                return self._topics_among(reader.all_topics())
+        except KafkaError:
+            return None
+
+    def _no_assignment(self, timeout_s: float, group: Any) -> None:
+        if self._existing_topics() == []:
+            raise UnknownTopicPartitionError(
+                f"{self.describe()}: no topic it reads exists in the Kafka cluster at "
+                f"{self._servers()} after waiting {timeout_s:.0f} s "
+                "(spark.streaming.kafka.assignmentTimeout); create the topic, fix its name, or "
+                "raise spark.streaming.kafka.assignmentTimeout to wait longer for it")
+        raise BrokerTimeoutError(
+            f"No partitions assigned after {timeout_s:.0f} s "
+            f"(spark.streaming.kafka.assignmentTimeout) to {self.describe()}: another member of "
+            f"group {group} holds them (another stream or consumer uses the same group.id) or "
+            f"the group coordinator at {self._servers()} did not answer. Stop the other member, "
+            "give this stream its own group.id, or raise spark.streaming.kafka.assignmentTimeout")
 
     def _seek(self, consumer: Any, currentOffsets: Mapping[TopicPartition, int]) -> None:
         to_seek = dict(currentOffsets) if currentOffsets else self.starting_offsets()
@@ -220,6 +319,9 @@ class Subscribe(_BaseStrategy):
     def onStart(self, currentOffsets: Mapping[TopicPartition, int]) -> Any:
         return self._subscribed(currentOffsets, topics=list(self.topics))
 
+    def _topics_among(self, names: set[str]) -> list[str]:
+        return sorted(names & set(self.topics))
+
     def describe(self) -> str:
         return f"Subscribe({', '.join(self.topics)})"
 
@@ -257,6 +359,10 @@ class SubscribePattern(_BaseStrategy):
 
     def onStart(self, currentOffsets: Mapping[TopicPartition, int]) -> Any:
         return self._subscribed(currentOffsets, pattern=self._regex().pattern)
+
+    def _topics_among(self, names: set[str]) -> list[str]:
+        # kafka-python matches a subscription pattern at the start of the name (re.match).
+        return sorted(n for n in names if self._regex().match(n))
 
     def describe(self) -> str:
         return f"SubscribePattern({self._regex().pattern})"

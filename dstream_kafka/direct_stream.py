@@ -27,8 +27,8 @@ from dstream_kafka import _kafka_internals
 from dstream_kafka.backpressure import RateController, create_rate_estimator, estimated_rate
 from dstream_kafka.commit_queue import COMMIT_WAIT_ON_STOP_S, CommitCallback, CommitQueue
 from dstream_kafka.config import SparkConfReader
-from dstream_kafka.consumer_strategy import ConsumerStrategy, seek_back
-from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.consumer_strategy import ConsumerStrategy, assignment_timeout, seek_back
+from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.kafka_params import fix_kafka_params
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.placement import LocationStrategy, PreferBrokers
@@ -62,16 +62,44 @@ logger = logging.getLogger(__name__)
 REJOIN_TIMEOUT_S = 30.0
 
 #: Pause between tries of the latest-offset look-up (Kafka 0-8's ``refresh.leader.backoff.ms``
-#: default, which Spark's 0-8 stream sleeps between its ``spark.streaming.kafka.maxRetries``).
+#: default, which Spark's 0-8 stream sleeps between its ``spark.streaming.kafka.maxRetries``);
+#: ``spark.streaming.kafka.retryBackoff`` sets it per stream.
 REFRESH_LEADER_BACKOFF_MS = 200
+
+#: Longest wait of one try of the latest-offset look-up, unless
+#: ``spark.streaming.kafka.lookupTimeout`` says otherwise (kafka-python's request.timeout.ms).
+LOOKUP_TIMEOUT_MS = 30_000
+
+
+class _PartitionsGone(Exception):
+    """Raised inside this module when partitions being looked up no longer exist in Kafka."""
+
+    def __init__(self, partitions: set[TopicPartition]) -> None:
+        super().__init__(sorted(partitions))
+        self.partitions = partitions
 
 
 def latest_offsets(consumer: Any, parts: Sequence[TopicPartition], retries: int,
-                   backoff_ms: int = REFRESH_LEADER_BACKOFF_MS) -> dict[TopicPartition, int]:
+                   backoff_ms: int = REFRESH_LEADER_BACKOFF_MS,
+                   timeout_ms: int = LOOKUP_TIMEOUT_MS,
+                   servers: str = "bootstrap.servers",
+                   find_vanished: Callable[[Sequence[TopicPartition]], set[TopicPartition]]
+                   | None = None) -> dict[TopicPartition, int]:
     """Return the log end offset of each of ``parts``, trying ``retries`` more times on error.
 
     As Spark's 0-8 ``latestLeaderOffsets``: a failed look-up is logged and tried again after
-    ``backoff_ms``; the error of the last try is raised.
+    ``backoff_ms``. Each try waits at most ``timeout_ms``, so the look-up gives up after
+    ``(retries + 1) * timeout_ms + retries * backoff_ms`` at the latest; a broker restarted
+    within that time is ridden out. After a failed try, ``find_vanished(parts)`` (when given)
+    tells whether partitions were deleted, which no retry would fix.
+
+    Raises
+    ------
+    BrokerTimeoutError
+        Naming ``servers`` and the keys that set the bounds, when every try failed; the last
+        try's error is its cause.
+    _PartitionsGone
+        When a failed try is explained by partitions that no longer exist (deleted topic).
     """
     from kafka import TopicPartition as KafkaTopicPartition
     from kafka.errors import KafkaError
@@ -80,15 +108,51 @@ def latest_offsets(consumer: Any, parts: Sequence[TopicPartition], retries: int,
     tries_left = retries
     while True:
         try:
-            ends = consumer.end_offsets(ktps)
+            ends = consumer.end_offsets(ktps, timeout_ms=timeout_ms)
             return {TopicPartition(tp.topic, tp.partition): int(off) for tp, off in ends.items()}
         except KafkaError as exc:
+            try:
+                gone = find_vanished(parts) if find_vanished is not None else set()
+            except KafkaError:
+                gone = set()  # the broker is not answering either: not proof of deletion
+            if gone:
+                raise _PartitionsGone(gone) from exc
             if tries_left <= 0:
-                raise
+                raise BrokerTimeoutError(
+                    f"Kafka at {servers} did not return the latest offsets of "
+                    f"{_describe_parts(parts)} in {retries + 1} tries of up to {timeout_ms} ms "
+                    f"each ({type(exc).__name__}: {exc}); check that the brokers are up and "
+                    "reachable, or allow a longer outage with spark.streaming.kafka.maxRetries, "
+                    "spark.streaming.kafka.retryBackoff and spark.streaming.kafka.lookupTimeout"
+                ) from exc
             tries_left -= 1
             logger.error("Latest offsets look-up failed (%s); trying again in %d ms", exc,
                          backoff_ms)
             time.sleep(backoff_ms / 1000.0)
+
+
+#: How long the check that a broker is up waits for a TCP connection to each bootstrap server.
+REACHABLE_TIMEOUT_S = 1.0
+
+
+def any_reachable(servers: str, timeout_s: float = REACHABLE_TIMEOUT_S) -> bool:
+    """Return whether any ``host:port`` of the comma-separated ``servers`` accepts a TCP
+    connection within ``timeout_s`` (unparsable entries count as unreachable)."""
+    import socket
+
+    for server in servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+def _describe_parts(parts: Sequence[TopicPartition]) -> str:
+    shown = ", ".join(f"{tp.topic}-{tp.partition}" for tp in list(parts)[:5])
+    return shown + (f" and {len(parts) - 5} more" if len(parts) > 5 else "")
 
 
 class DirectKafkaInputDStream(InputDStream[Any]):
@@ -155,6 +219,9 @@ class DirectKafkaInputDStream(InputDStream[Any]):
             self.rateController = RateController(self.id, estimator)
         self.initialRate = conf.backpressure_initial_rate
         self._max_retries = conf.max_retries
+        self._retry_backoff_ms = conf.retry_backoff_ms
+        self._lookup_timeout_ms = conf.lookup_timeout_ms
+        self._assignment_timeout_s = conf.assignment_timeout_ms / 1000.0
         self._use_cache = conf.consumer_cache_enabled
         self._read_settings: Any = None
         if offsetStore is not None and self._group_id is None:
@@ -184,7 +251,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
     def _driver(self) -> Any:
         with self._consumer_lock:
             if self._consumer is None:
-                self._consumer = self.consumerStrategy.onStart(dict(self.currentOffsets))
+                with assignment_timeout(self._assignment_timeout_s):
+                    self._consumer = self.consumerStrategy.onStart(dict(self.currentOffsets))
                 if self.offsetStore is not None:
                     # While the driver is the group's member, the broker refuses commits from
                     # any other client of that group: stores commit through this consumer.
@@ -222,17 +290,43 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                                                      spark_context=self._sc)
         self._progress.start(self._conf.conf, str(self), f"{self._store_group}/{self.id}", self.id)
         self._positions.on_data_loss = lambda: count_data_loss(self.id)
-        stored = self._positions.load(self.offsetStore)
-        consumer = self._driver()
-        self._paranoid_poll()
-        self._positions.start(consumer, self.offsetStore, stored, self._assignment())
+        try:
+            stored = self._positions.load(self.offsetStore)
+            consumer = self._driver()
+            self._paranoid_poll()
+            self._positions.start(consumer, self.offsetStore, stored, self._assignment())
+        except BaseException:
+            # The context stops only the streams that started: leave the group now, or this
+            # driver would keep its partitions from the next stream of the same group.id.
+            self._close_consumer()
+            raise
 
     def latestOffsets(self) -> dict[TopicPartition, int]:
         """Return the latest offset of every assigned partition, tracking new and revoked ones."""
         self._paranoid_poll()
+        consumer = self._driver()
         parts = self._assignment()
-        self._positions.track(self._driver(), parts)
-        return latest_offsets(self._driver(), sorted(parts), self._max_retries)
+        self._positions.track(consumer, parts, self.offsetStore)
+        parts &= set(self.currentOffsets)  # less the deleted partitions given up
+        try:
+            return self._latest(sorted(parts))
+        except _PartitionsGone as gone:
+            # Deleted under the stream: data loss (fails, or is recorded and skipped).
+            self._positions.lose(gone.partitions, self.offsetStore)
+            return self._latest(sorted(parts - gone.partitions))
+
+    def _latest(self, parts: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        servers = self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", "bootstrap.servers")
+        return latest_offsets(self._driver(), parts, self._max_retries, self._retry_backoff_ms,
+                              self._lookup_timeout_ms, str(servers), self._vanished)
+
+    def _vanished(self, parts: Sequence[TopicPartition]) -> set[TopicPartition]:
+        """Those of ``parts`` that were deleted; none while no bootstrap server accepts a
+        connection (a broker outage, which the retries ride out, is not a deletion)."""
+        servers = self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", "")
+        if not any_reachable(str(servers)):
+            return set()
+        return self._positions.find_vanished(self._driver(), parts)
 
     def _clamp(self, latest: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         current = {tp: self.currentOffsets[tp] for tp in latest}
@@ -406,14 +500,18 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         # Commits sent for finished batches complete before the consumer goes (Kafka's close
         # waits for in-flight async commits too), and their callbacks run.
         self._commits.deliver(wait_s=COMMIT_WAIT_ON_STOP_S)
+        self._close_consumer()
+        if self.offsetStore is not None:
+            self.offsetStore.close()
+
+    def _close_consumer(self) -> None:
+        """Close the driver consumer, which leaves the group at once (no session timeout wait)."""
         with self._consumer_lock:
             if self._consumer is not None:
                 try:
                     self._consumer.close(autocommit=False)
                 finally:
                     self._consumer = None
-        if self.offsetStore is not None:
-            self.offsetStore.close()
 
 
 def _group_of(strategy: ConsumerStrategy) -> str | None:

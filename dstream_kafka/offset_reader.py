@@ -81,6 +81,17 @@ class KafkaOffsetReader:
             )
         return set(parts)
 
+    def all_topics(self) -> set[str]:
+        """Return the name of every topic in the cluster, from fresh metadata."""
+        return set(self._consumer.topics())  # always a metadata round trip
+
+    def existing_partitions(self, topics: Iterable[str]) -> dict[str, set[int]]:
+        """Return the partition numbers of each of ``topics`` from fresh metadata; an empty set
+        for a topic that does not exist."""
+        names = self.all_topics()
+        return {t: set(self._consumer.partitions_for_topic(t) or ()) if t in names else set()
+                for t in topics}
+
     def check_partitions(self, tps: Iterable[TopicPartition]) -> None:
         """Raise :class:`UnknownTopicPartitionError` for the first partition Kafka lacks."""
         for tp in tps:

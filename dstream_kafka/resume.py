@@ -17,7 +17,7 @@ so it does not need a running stream.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dstream_kafka.consumer_strategy import ConsumerStrategy
@@ -32,7 +32,7 @@ from dstream_kafka.offsets import OffsetRange, TopicPartition
 if TYPE_CHECKING:
     from dstream_kafka.stores.base import OffsetStore
 
-__all__ = ["API_TIMEOUT_MS", "PartitionPositions"]
+__all__ = ["API_TIMEOUT_MS", "PartitionPositions", "vanished_partitions"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +60,21 @@ def _no_answer(what: str) -> BrokerTimeoutError:
         "did not answer); check that the brokers in bootstrap.servers are up and reachable")
 
 
+def vanished_partitions(kafkaParams: Mapping[str, Any],
+                        parts: Sequence[TopicPartition]) -> set[TopicPartition]:
+    """Return those of ``parts`` whose topic or partition no longer exists in Kafka.
+
+    Asked with fresh metadata through a group-less pooled reader (one round trip), not the
+    driver consumer, whose own metadata requests fail on the very topics that vanished.
+    kafka-python's error is raised when the brokers do not answer.
+    """
+    from dstream_kafka.offset_reader import offset_reader
+
+    with offset_reader(kafkaParams) as reader:
+        existing = reader.existing_partitions({tp.topic for tp in parts})
+    return {tp for tp in parts if tp.partition not in existing[tp.topic]}
+
+
 class PartitionPositions:
     """The next offset to read of every partition a stream reads, on the driver.
 
@@ -73,6 +88,9 @@ class PartitionPositions:
         Whose offsets the store keeps (the group id, or the stream's own name).
     fail_on_data_loss : bool
         Fail on a stored offset outside the log, instead of recording the loss and skipping.
+    find_vanished : callable, optional
+        ``find_vanished(consumer, partitions)`` returns those of ``partitions`` that no longer
+        exist in Kafka; by default :func:`vanished_partitions` with the strategy's params.
 
     Attributes
     ----------
@@ -86,8 +104,12 @@ class PartitionPositions:
     """
 
     def __init__(self, strategy: ConsumerStrategy, *, group_id: str | None, store_group: str,
-                 fail_on_data_loss: bool) -> None:
+                 fail_on_data_loss: bool,
+                 find_vanished: Callable[[Any, Sequence[TopicPartition]], set[TopicPartition]]
+                 | None = None) -> None:
         self.strategy = strategy
+        self.find_vanished = find_vanished or (
+            lambda _consumer, parts: vanished_partitions(strategy.executorKafkaParams, parts))
         self.group_id = group_id
         self.store_group = store_group
         self.fail_on_data_loss = fail_on_data_loss
@@ -96,6 +118,9 @@ class PartitionPositions:
         self.current: dict[TopicPartition, int] = {}
         self.unassigned: dict[TopicPartition, int] = {}
         self.replay: tuple[int, list[OffsetRange]] | None = None
+        # Deleted partitions given up (failOnDataLoss=False) that the driver consumer may
+        # still have assigned until its group rebalances; never started again meanwhile.
+        self.lost: set[TopicPartition] = set()
         # If the group handed out nothing at start (a slow join), partitions that arrive later
         # are still the first start's: they begin at the strategy's offsets / auto.offset.reset.
         self._first_start_pending = False
@@ -162,6 +187,36 @@ class PartitionPositions:
         if store is not None:
             store.record_data_loss(self.store_group, tp, off, off, None)
 
+    def lose(self, partitions: Collection[TopicPartition], store: OffsetStore | None) -> None:
+        """Stop tracking ``partitions``, which no longer exist in Kafka (topic deleted).
+
+        With ``failOnDataLoss=False`` the loss is logged and recorded in ``store`` (the range
+        from the partition's position, whose end is unknown, is recorded as empty) and the
+        stream goes on without them.
+
+        Raises
+        ------
+        DataLossError
+            Naming the partitions, when data loss fails the stream.
+        """
+        if not partitions:
+            return
+        names = ", ".join(f"{tp.topic}-{tp.partition} (at offset {self.current.get(tp)})"
+                          for tp in sorted(partitions))
+        topics = ", ".join(sorted({repr(tp.topic) for tp in partitions}))
+        problem = (f"partitions {names} no longer exist in Kafka: topic {topics} was deleted while "
+                   f"group {self.store_group} was reading it")
+        if self.fail_on_data_loss:
+            raise DataLossError(problem + "; records not read yet are lost. Recreate the topic and "
+                                "restore its data, or set failOnDataLoss=False to continue without "
+                                "it (the loss is recorded in the offset store)")
+        logger.warning("%s; continuing without them (failOnDataLoss=False)", problem)
+        for tp in sorted(partitions):
+            self.lost.add(tp)
+            off = self.current.pop(tp, None)
+            if store is not None and off is not None:
+                store.record_data_loss(self.store_group, tp, off, off, None)
+
     def start_offset(self, consumer: Any, tp: TopicPartition, first_start: bool) -> int:
         """Where a partition without a stored offset starts.
 
@@ -225,7 +280,16 @@ class PartitionPositions:
                 continue
             problem = (f"stored offset {off} of {tp.topic}-{tp.partition} for group {self.group_id} "
                        f"is outside the log: earliest available {first}, latest {last}")
-            if self.fail_on_data_loss or off > last:
+            if off > last:
+                # Not a gap failOnDataLoss can skip: the offsets ahead of the log were never
+                # written to it, so reading on from the new log's start would be a silent reset.
+                raise DataLossError(
+                    problem + ". The stored offset is ahead of the log end: the topic was "
+                    "recreated or truncated, and failOnDataLoss=False does not skip this case "
+                    "(offsets the log never had cannot be resumed from). Restore the topic's "
+                    "data, or start over from the new log under a new group.id (or after removing "
+                    "this group's offsets from the offset store).")
+            if self.fail_on_data_loss:
                 raise DataLossError(
                     problem + ". Records were deleted (retention) or the topic was recreated. "
                     "Restore the data, or set failOnDataLoss=False to continue from the earliest "
@@ -237,19 +301,30 @@ class PartitionPositions:
             self.current[tp] = first
 
     # ------------------------------------------------------------------ while running
-    def track(self, consumer: Any, assigned: set[TopicPartition]) -> None:
+    def track(self, consumer: Any, assigned: set[TopicPartition],
+              store: OffsetStore | None = None) -> None:
         """Follow the group's assignment: fail on revoked partitions, start new ones.
+
+        A tracked partition that left the assignment because it no longer exists in Kafka
+        (its topic was deleted) is data loss, handled by :meth:`lose`.
 
         Raises
         ------
         PartitionsRevokedError
             When a tracked partition is no longer assigned (another stream shares the group).
+        DataLossError
+            When a tracked partition was deleted and data loss fails the stream.
         """
         revoked = set(self.current) - assigned
         if revoked:
+            gone = self.find_vanished(consumer, sorted(revoked))
+            self.lose(gone, store)
+            revoked -= gone
+        if revoked:
             raise PartitionsRevokedError(_REVOKED.format(parts=sorted(revoked)))
+        self.lost &= assigned  # once out of the assignment, a partition may come back anew
         first_start = self._first_start_pending
-        for tp in sorted(assigned - set(self.current)):
+        for tp in sorted(assigned - set(self.current) - self.lost):
             self.current[tp] = self.start_offset(consumer, tp, first_start=first_start)
             self._first_start_pending = False
             logger.info("New partition %s-%s starts at offset %s", tp.topic, tp.partition,

@@ -48,9 +48,11 @@ class _FlakyEnds:
     def __init__(self, failures: int) -> None:
         self.failures = failures
         self.calls = 0
+        self.timeouts: list[Any] = []
 
-    def end_offsets(self, tps: list[Any]) -> dict[Any, int]:
+    def end_offsets(self, tps: list[Any], timeout_ms: Any = None) -> dict[Any, int]:
         self.calls += 1
+        self.timeouts.append(timeout_ms)
         if self.calls <= self.failures:
             raise KafkaTimeoutError("Failed to get offsets by times in 305000 ms")
         return {tp: 42 for tp in tps}
@@ -69,6 +71,61 @@ def test_the_latest_offsets_look_up_is_tried_max_retries_more_times(retries, mon
 def test_the_error_of_the_last_try_is_raised(monkeypatch) -> None:
     monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", lambda s: None)
     consumer = _FlakyEnds(failures=3)
-    with pytest.raises(KafkaTimeoutError):
+    with pytest.raises(BrokerTimeoutError) as caught:
         latest_offsets(consumer, [TopicPartition("t", 0)], retries=2)
+    assert isinstance(caught.value.__cause__, KafkaTimeoutError)
     assert consumer.calls == 3
+
+
+def test_a_look_up_that_never_succeeds_names_the_brokers_and_the_keys_bounding_it(monkeypatch) -> None:
+    monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", lambda s: None)
+    with pytest.raises(BrokerTimeoutError, match=(
+            r"Kafka at h1:9092 did not return the latest offsets of t-0 in 3 tries of up to "
+            r"5000 ms each \(KafkaTimeoutError: .*spark.streaming.kafka.maxRetries, "
+            r"spark.streaming.kafka.retryBackoff and spark.streaming.kafka.lookupTimeout")):
+        latest_offsets(_FlakyEnds(failures=9), [TopicPartition("t", 0)], retries=2,
+                       timeout_ms=5000, servers="h1:9092")
+
+
+def test_each_try_of_the_look_up_waits_at_most_the_lookup_timeout(monkeypatch) -> None:
+    monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", lambda s: None)
+    consumer = _FlakyEnds(failures=1)
+    latest_offsets(consumer, [TopicPartition("t", 0)], retries=1, timeout_ms=1234)
+    assert consumer.timeouts == [1234, 1234]
+
+
+def test_the_pause_between_tries_is_the_given_backoff(monkeypatch) -> None:
+    sleeps: list[float] = []
+    monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", sleeps.append)
+    latest_offsets(_FlakyEnds(failures=2), [TopicPartition("t", 0)], retries=2, backoff_ms=1500)
+    assert sleeps == [1.5, 1.5]
+
+
+def test_a_failed_look_up_of_a_deleted_partition_reports_it_without_retrying(monkeypatch) -> None:
+    from dstream_kafka.direct_stream import _PartitionsGone
+
+    monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", lambda s: None)
+    consumer = _FlakyEnds(failures=1)
+    with pytest.raises(_PartitionsGone) as caught:
+        latest_offsets(consumer, [TopicPartition("t", 0), TopicPartition("gone", 0)], retries=5,
+                       find_vanished=lambda parts: {tp for tp in parts if tp.topic == "gone"})
+    assert caught.value.partitions == {TopicPartition("gone", 0)}
+    assert consumer.calls == 1
+
+
+def test_a_closed_port_is_not_reachable() -> None:
+    from dstream_kafka.direct_stream import any_reachable
+
+    assert any_reachable("127.0.0.1:1, not a host:::", timeout_s=0.5) is False
+
+
+def test_a_listening_port_among_the_servers_is_reachable() -> None:
+    import socket
+
+    from dstream_kafka.direct_stream import any_reachable
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert any_reachable(f"127.0.0.1:1,127.0.0.1:{port}", timeout_s=0.5) is True

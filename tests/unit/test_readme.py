@@ -23,3 +23,23 @@ def test_readme_opens_with_a_demo_command_and_a_test_command():
 def test_ci_runs_the_readme_test_command_verbatim():
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert _readme_commands()[1] in ci
+
+
+def _configuration_table() -> dict[str, str]:
+    text = (ROOT / "README.rst").read_text()
+    section = text.split("\nConfiguration\n-------------\n", 1)[1].split("\nLayout\n------\n", 1)[0]
+    rows = re.findall(r"^``(spark\.[\w.]+)``\s+(\S+)", section, flags=re.M)
+    return dict(rows)
+
+
+def test_every_spark_key_the_package_reads_is_in_the_readme_configuration_table():
+    from dstream_kafka import config
+
+    documented = _configuration_table()
+    assert sorted(set(config.DEFAULTS) - set(documented)) == []
+
+
+def test_the_readme_configuration_table_names_no_key_the_package_does_not_read():
+    from dstream_kafka import config
+
+    assert sorted(set(_configuration_table()) - set(config.DEFAULTS)) == []

@@ -30,6 +30,9 @@ class _Consumer:
     def partitions_for_topic(self, topic: str) -> set[int]:
         return {tp.partition for tp in self.logs if tp.topic == topic}
 
+    def vanished(self, parts: Any) -> set[TopicPartition]:
+        return {tp for tp in parts if tp not in self.logs}
+
     def beginning_offsets(self, tps: list[Any]) -> dict[Any, int]:
         return {tp: self.logs[TopicPartition(*tp)][0] for tp in tps}
 
@@ -68,7 +71,8 @@ class _Store:
 def _positions(fail_on_data_loss: bool = True, offsets: dict[Any, int] | None = None) -> PartitionPositions:
     strategy = ConsumerStrategies.Subscribe(["t"], PARAMS, offsets)
     return PartitionPositions(strategy, group_id="g", store_group="g",
-                              fail_on_data_loss=fail_on_data_loss)
+                              fail_on_data_loss=fail_on_data_loss,
+                              find_vanished=lambda consumer, parts: consumer.vanished(parts))
 
 
 def _resume(positions: PartitionPositions, consumer: _Consumer, store: Any,
@@ -146,6 +150,45 @@ def test_a_revoked_partition_fails_naming_it() -> None:
     _resume(positions, consumer, _Store({T0: 1, T1: 1}), {T0, T1})
     with pytest.raises(PartitionsRevokedError, match="t', partition=1"):
         positions.track(consumer, {T0})
+
+
+def test_a_tracked_partition_whose_topic_was_deleted_fails_as_data_loss_naming_the_topic() -> None:
+    consumer = _Consumer({T0: (0, 50), T1: (0, 50)})
+    positions = _positions()
+    _resume(positions, consumer, _Store({T0: 1, T1: 1}), {T0, T1})
+    consumer.logs = {}  # the topic is deleted; the group's next assignment has nothing
+    with pytest.raises(DataLossError, match="t-0 \\(at offset 1\\), t-1 \\(at offset 1\\) no longer "
+                                            "exist in Kafka: topic 't' was deleted"):
+        positions.track(consumer, set())
+
+
+U0 = TopicPartition("u", 0)
+
+
+def _two_topics_t_deleted() -> tuple[_Consumer, PartitionPositions, _Store]:
+    """A stream (failOnDataLoss=False) at t-0: 7 and u-0: 3, after topic t was deleted."""
+    consumer = _Consumer({T0: (0, 50), U0: (0, 50)})
+    positions = PartitionPositions(ConsumerStrategies.Subscribe(["t", "u"], PARAMS), group_id="g",
+                                   store_group="g", fail_on_data_loss=False,
+                                   find_vanished=lambda consumer, parts: consumer.vanished(parts))
+    store = _Store({T0: 7, U0: 3})
+    _resume(positions, consumer, store, {T0, U0})
+    del consumer.logs[T0]
+    return consumer, positions, store
+
+
+def test_a_deleted_topic_with_fail_on_data_loss_off_is_recorded_and_no_longer_tracked() -> None:
+    consumer, positions, store = _two_topics_t_deleted()
+    positions.track(consumer, {U0}, store)
+    assert positions.current == {U0: 3}
+    assert store.losses == [("g", T0, 7, 7)]
+
+
+def test_a_given_up_partition_still_assigned_is_not_started_again() -> None:
+    consumer, positions, store = _two_topics_t_deleted()
+    positions.lose([T0], store)
+    positions.track(consumer, {T0, U0}, store)  # no rebalance yet: T0 is still assigned
+    assert positions.current == {U0: 3}
 
 
 def test_the_pending_batch_is_re_run_once_with_its_own_ranges_and_time() -> None:
