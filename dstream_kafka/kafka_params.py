@@ -28,9 +28,12 @@ from dstream_kafka.deserializers import validate_deserializer as validate_deseri
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 
 __all__ = [
+    "API_TIMEOUT_KEY",
+    "DEFAULT_API_TIMEOUT_MS",
     "DESERIALIZER_CLASSES",
     "EXECUTOR_GROUP_PREFIX",
     "REDACTED",
+    "api_timeout_ms",
     "bootstrap_errors",
     "bootstrap_failure",
     "check_bootstrap_servers",
@@ -362,6 +365,10 @@ def consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
         key = raw_key.strip()
         if key in _REFUSED:
             raise ConfigurationError(f"Kafka parameter {key} is not supported: {_REFUSED[key]}")
+        if key == API_TIMEOUT_KEY:
+            log.warning("Kafka parameter %s has no kafka-python equivalent: the clients ignore it; "
+                        "a direct stream's driver bounds its group-coordinator look-ups with it", key)
+            continue
         if key in _JAVA_ONLY:
             log.warning("Ignoring Kafka parameter %s: it has no kafka-python equivalent", key)
             continue
@@ -458,6 +465,35 @@ def driver_consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
         params.pop(key, None)
     params.update(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False)
     return params
+
+
+#: Kafka's setting for how long a client call that needs the group coordinator may wait.
+API_TIMEOUT_KEY = "default.api.timeout.ms"
+#: Its Kafka default (kafka-python has none: without a bound it waits for ever).
+DEFAULT_API_TIMEOUT_MS = 60_000
+
+
+def api_timeout_ms(kafkaParams: Mapping[str, Any]) -> int:
+    """Return ``default.api.timeout.ms`` of ``kafkaParams`` (Kafka's default: 60000).
+
+    The stream driver bounds its look-ups that need the group coordinator (a partition's
+    starting position and committed offset) by it.
+
+    Raises
+    ------
+    ConfigurationError
+        When the value is not a whole number of milliseconds above 0.
+    """
+    value = kafkaParams.get(API_TIMEOUT_KEY, DEFAULT_API_TIMEOUT_MS)
+    try:
+        ms = int(str(value).strip()) if not isinstance(value, (bool, float)) else -1
+    except ValueError:
+        ms = -1
+    if ms <= 0:
+        raise ConfigurationError(
+            f"Kafka parameter {API_TIMEOUT_KEY} must be a whole number of milliseconds above 0, "
+            f"got {value!r}; e.g. {{'{API_TIMEOUT_KEY}': 60000}} (Kafka's default)")
+    return ms
 
 
 def stream_driver_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:

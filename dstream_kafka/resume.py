@@ -27,6 +27,7 @@ from dstream_kafka.errors import (
     DataLossError,
     PartitionsRevokedError,
 )
+from dstream_kafka.kafka_params import API_TIMEOUT_KEY, DEFAULT_API_TIMEOUT_MS, api_timeout_ms
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 
 if TYPE_CHECKING:
@@ -37,8 +38,8 @@ __all__ = ["API_TIMEOUT_MS", "PartitionPositions", "vanished_partitions"]
 logger = logging.getLogger(__name__)
 
 #: Longest wait for the broker's answer to a driver look-up that needs the group coordinator
-#: (Kafka's default.api.timeout.ms); without one, kafka-python waits for ever.
-API_TIMEOUT_MS = 60_000
+#: unless kafkaParams set ``default.api.timeout.ms``; without one, kafka-python waits for ever.
+API_TIMEOUT_MS = DEFAULT_API_TIMEOUT_MS
 
 _REVOKED = (
     "Previously tracked partitions {parts} been revoked by Kafka because of consumer rebalance. "
@@ -54,10 +55,11 @@ def _ktp(tp: TopicPartition) -> Any:
     return KafkaTopicPartition(tp.topic, tp.partition)
 
 
-def _no_answer(what: str) -> BrokerTimeoutError:
+def _no_answer(what: str, timeout_ms: int) -> BrokerTimeoutError:
     return BrokerTimeoutError(
-        f"Kafka did not return {what} within {API_TIMEOUT_MS // 1000} s (the group coordinator "
-        "did not answer); check that the brokers in bootstrap.servers are up and reachable")
+        f"Kafka did not return {what} within {timeout_ms / 1000:g} s (the group coordinator "
+        "did not answer); check that the brokers in bootstrap.servers are up and reachable "
+        f"(kafkaParams['{API_TIMEOUT_KEY}'] sets this bound)")
 
 
 def vanished_partitions(kafkaParams: Mapping[str, Any],
@@ -113,6 +115,8 @@ class PartitionPositions:
         self.group_id = group_id
         self.store_group = store_group
         self.fail_on_data_loss = fail_on_data_loss
+        #: Bound of the look-ups that need the group coordinator (``default.api.timeout.ms``).
+        self.api_timeout_ms = api_timeout_ms(strategy.executorKafkaParams)
         #: Called once per data-loss event skipped with failOnDataLoss=False (metrics hook).
         self.on_data_loss: Callable[[], None] = lambda: None
         self.current: dict[TopicPartition, int] = {}
@@ -228,7 +232,7 @@ class PartitionPositions:
         Raises
         ------
         BrokerTimeoutError
-            When the group coordinator does not answer within :data:`API_TIMEOUT_MS`.
+            When the group coordinator does not answer within :attr:`api_timeout_ms`.
         ConfigurationError
             On a first start without a committed offset and with ``auto.offset.reset=none``.
         """
@@ -244,18 +248,21 @@ class PartitionPositions:
         ktp = _ktp(tp)
         if first_start:
             try:
-                return int(consumer.position(ktp, timeout_ms=API_TIMEOUT_MS))
+                return int(consumer.position(ktp, timeout_ms=self.api_timeout_ms))
             except KafkaTimeoutError as exc:
-                raise _no_answer(f"the starting position of {tp.topic}-{tp.partition}") from exc
+                raise _no_answer(f"the starting position of {tp.topic}-{tp.partition}",
+                                 self.api_timeout_ms) from exc
             except Exception as exc:  # kafka-python's NoOffsetForPartitionError and its kin
                 raise ConfigurationError(
                     f"No starting offset for {tp.topic}-{tp.partition}: it has no committed offset "
                     "and auto.offset.reset is 'none'; give explicit offsets to the consumer strategy "
                     "or set auto.offset.reset to 'earliest' or 'latest'") from exc
         try:
-            committed = consumer.committed(ktp, timeout_ms=API_TIMEOUT_MS) if self.group_id else None
+            committed = (consumer.committed(ktp, timeout_ms=self.api_timeout_ms)
+                         if self.group_id else None)
         except KafkaTimeoutError as exc:
-            raise _no_answer(f"the committed offset of {tp.topic}-{tp.partition}") from exc
+            raise _no_answer(f"the committed offset of {tp.topic}-{tp.partition}",
+                             self.api_timeout_ms) from exc
         if committed is not None:
             return int(committed)
         return int(consumer.beginning_offsets([ktp])[ktp])

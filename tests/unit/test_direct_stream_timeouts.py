@@ -9,7 +9,7 @@ from kafka.errors import KafkaTimeoutError
 
 from dstream_kafka.consumer_strategy import ConsumerStrategies
 from dstream_kafka.direct_stream import REFRESH_LEADER_BACKOFF_MS, latest_offsets
-from dstream_kafka.errors import BrokerTimeoutError
+from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.resume import API_TIMEOUT_MS, PartitionPositions
 
@@ -129,3 +129,21 @@ def test_a_listening_port_among_the_servers_is_reachable() -> None:
         listener.listen()
         port = listener.getsockname()[1]
         assert any_reachable(f"127.0.0.1:1,127.0.0.1:{port}", timeout_s=0.5) is True
+
+
+def test_default_api_timeout_ms_in_kafka_params_bounds_the_coordinator_lookups() -> None:
+    strategy = ConsumerStrategies.Subscribe(
+        ["t"], {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "default.api.timeout.ms": "2500"})
+    positions = PartitionPositions(strategy, group_id="g", store_group="g", fail_on_data_loss=True)
+    consumer = _SilentCoordinator()
+    with pytest.raises(BrokerTimeoutError, match=r"within 2\.5 s .*default\.api\.timeout\.ms"):
+        positions.start_offset(consumer, TopicPartition("t", 3), True)
+    assert consumer.timeouts == [2500]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon", 1.5, True])
+def test_a_bad_default_api_timeout_ms_is_refused_naming_the_key(value: object) -> None:
+    strategy = ConsumerStrategies.Subscribe(
+        ["t"], {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "default.api.timeout.ms": value})
+    with pytest.raises(ConfigurationError, match="default.api.timeout.ms must be a whole number"):
+        PartitionPositions(strategy, group_id="g", store_group="g", fail_on_data_loss=True)
