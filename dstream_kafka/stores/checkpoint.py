@@ -50,6 +50,7 @@ import uuid
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from dstream_kafka.checkpoint_fs import CheckpointFileSystem, ChecksumMismatch, open_file_system
 from dstream_kafka.errors import CorruptCheckpointError, OffsetFencedError, OffsetStoreError
 from dstream_kafka.offsets import OffsetRange, TopicPartition, partition_offsets_from_json, partition_offsets_to_json
 from dstream_kafka.stores.base import OffsetStore
@@ -63,7 +64,6 @@ from dstream_kafka.stores.records import (
     merge_ranges,
     utc_from_ms,
 )
-from dstream_kafka.checkpoint_fs import CheckpointFileSystem, ChecksumMismatch, open_file_system
 
 __all__ = ["CheckpointOffsetStore", "FORMAT_VERSION"]
 
