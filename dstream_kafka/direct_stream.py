@@ -30,6 +30,7 @@ from dstream_kafka.config import SparkConfReader
 from dstream_kafka.consumer_strategy import ConsumerStrategy, assignment_timeout, seek_back
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.kafka_params import fix_kafka_params
+from dstream_kafka.latest_offsets import PartitionsGone, any_reachable, latest_offsets
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.placement import LocationStrategy, PreferBrokers
 from dstream_kafka.metrics import count_data_loss
@@ -53,107 +54,12 @@ if TYPE_CHECKING:
     from dstream_kafka.streaming.context import StreamingContext
     from dstream_kafka.streaming.listener import BatchInfo
 
-__all__ = ["API_TIMEOUT_MS", "BatchProgress", "CommitCallback", "DirectKafkaInputDStream",
-           "latest_offsets"]
+__all__ = ["API_TIMEOUT_MS", "BatchProgress", "CommitCallback", "DirectKafkaInputDStream"]
 
 logger = logging.getLogger(__name__)
 
 #: Longest time one batch's driver poll waits for a group rebalance to complete.
 REJOIN_TIMEOUT_S = 30.0
-
-#: Pause between tries of the latest-offset look-up (Kafka 0-8's ``refresh.leader.backoff.ms``
-#: default, which Spark's 0-8 stream sleeps between its ``spark.streaming.kafka.maxRetries``);
-#: ``spark.streaming.kafka.retryBackoff`` sets it per stream.
-REFRESH_LEADER_BACKOFF_MS = 200
-
-#: Longest wait of one try of the latest-offset look-up, unless
-#: ``spark.streaming.kafka.lookupTimeout`` says otherwise (kafka-python's request.timeout.ms).
-LOOKUP_TIMEOUT_MS = 30_000
-
-
-class _PartitionsGone(Exception):
-    """Raised inside this module when partitions being looked up no longer exist in Kafka."""
-
-    def __init__(self, partitions: set[TopicPartition]) -> None:
-        super().__init__(sorted(partitions))
-        self.partitions = partitions
-
-
-def latest_offsets(consumer: Any, parts: Sequence[TopicPartition], retries: int,
-                   backoff_ms: int = REFRESH_LEADER_BACKOFF_MS,
-                   timeout_ms: int = LOOKUP_TIMEOUT_MS,
-                   servers: str = "bootstrap.servers",
-                   find_vanished: Callable[[Sequence[TopicPartition]], set[TopicPartition]]
-                   | None = None) -> dict[TopicPartition, int]:
-    """Return the log end offset of each of ``parts``, trying ``retries`` more times on error.
-
-    As Spark's 0-8 ``latestLeaderOffsets``: a failed look-up is logged and tried again after
-    ``backoff_ms``. Each try waits at most ``timeout_ms``, so the look-up gives up after
-    ``(retries + 1) * timeout_ms + retries * backoff_ms`` at the latest; a broker restarted
-    within that time is ridden out. After a failed try, ``find_vanished(parts)`` (when given)
-    tells whether partitions were deleted, which no retry would fix.
-
-    Raises
-    ------
-    BrokerTimeoutError
-        Naming ``servers`` and the keys that set the bounds, when every try failed; the last
-        try's error is its cause.
-    _PartitionsGone
-        When a failed try is explained by partitions that no longer exist (deleted topic).
-    """
-    from kafka import TopicPartition as KafkaTopicPartition
-    from kafka.errors import KafkaError
-
-    ktps = [KafkaTopicPartition(tp.topic, tp.partition) for tp in parts]
-    tries_left = retries
-    while True:
-        try:
-            ends = consumer.end_offsets(ktps, timeout_ms=timeout_ms)
-            return {TopicPartition(tp.topic, tp.partition): int(off) for tp, off in ends.items()}
-        except KafkaError as exc:
-            try:
-                gone = find_vanished(parts) if find_vanished is not None else set()
-            except KafkaError:
-                gone = set()  # the broker is not answering either: not proof of deletion
-            if gone:
-                raise _PartitionsGone(gone) from exc
-            if tries_left <= 0:
-                raise BrokerTimeoutError(
-                    f"Kafka at {servers} did not return the latest offsets of "
-                    f"{_describe_parts(parts)} in {retries + 1} tries of up to {timeout_ms} ms "
-                    f"each ({type(exc).__name__}: {exc}); check that the brokers are up and "
-                    "reachable, or allow a longer outage with spark.streaming.kafka.maxRetries, "
-                    "spark.streaming.kafka.retryBackoff and spark.streaming.kafka.lookupTimeout"
-                ) from exc
-            tries_left -= 1
-            logger.error("Latest offsets look-up failed (%s); trying again in %d ms", exc,
-                         backoff_ms)
-            time.sleep(backoff_ms / 1000.0)
-
-
-#: How long the check that a broker is up waits for a TCP connection to each bootstrap server.
-REACHABLE_TIMEOUT_S = 1.0
-
-
-def any_reachable(servers: str, timeout_s: float = REACHABLE_TIMEOUT_S) -> bool:
-    """Return whether any ``host:port`` of the comma-separated ``servers`` accepts a TCP
-    connection within ``timeout_s`` (unparsable entries count as unreachable)."""
-    import socket
-
-    for server in servers.split(","):
-        host, _, port = server.strip().rpartition(":")
-        try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
-                return True
-        except (OSError, ValueError):
-            continue
-    return False
-
-
-def _describe_parts(parts: Sequence[TopicPartition]) -> str:
-    shown = ", ".join(f"{tp.topic}-{tp.partition}" for tp in list(parts)[:5])
-    return shown + (f" and {len(parts) - 5} more" if len(parts) > 5 else "")
-
 
 class DirectKafkaInputDStream(InputDStream[Any]):
     """A stream of :class:`~dstream_kafka.record.ConsumerRecord` RDDs, one Kafka partition per
@@ -310,7 +216,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         parts &= set(self.currentOffsets)  # less the deleted partitions given up
         try:
             return self._latest(sorted(parts))
-        except _PartitionsGone as gone:
+        except PartitionsGone as gone:
             # Deleted under the stream: data loss (fails, or is recorded and skipped).
             self._positions.lose(gone.partitions, self.offsetStore)
             return self._latest(sorted(parts - gone.partitions))

@@ -25,7 +25,14 @@ from typing import Any
 from dstream_kafka.deserializers import DESERIALIZER_CLASSES as DESERIALIZER_CLASSES
 from dstream_kafka.deserializers import utf8_decoder as utf8_decoder
 from dstream_kafka.deserializers import validate_deserializer as validate_deserializer
-from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
+from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.param_checks import REDACTED as REDACTED
+from dstream_kafka.param_checks import RENAMED
+from dstream_kafka.param_checks import bootstrap_failure as bootstrap_failure
+from dstream_kafka.param_checks import check_bootstrap_servers as check_bootstrap_servers
+from dstream_kafka.param_checks import is_secret_key as is_secret_key
+from dstream_kafka.param_checks import redact as redact
+from dstream_kafka.param_checks import show_value as show_value
 
 __all__ = [
     "API_TIMEOUT_KEY",
@@ -33,7 +40,6 @@ __all__ = [
     "DESERIALIZER_CLASSES",
     "EXECUTOR_GROUP_PREFIX",
     "REDACTED",
-    "api_timeout_ms",
     "bootstrap_errors",
     "bootstrap_failure",
     "check_bootstrap_servers",
@@ -55,17 +61,9 @@ log = logging.getLogger(__name__)
 
 #: Prefix Spark puts before the user's group id for executor consumers.
 EXECUTOR_GROUP_PREFIX = "spark-executor-"
-#: Replacement text for secret values (Spark's ``Utils.REDACTION_REPLACEMENT_TEXT``).
-REDACTED = "*********(redacted)"
-_SECRET_RE = re.compile(r"(?i)secret|password|token|access[._]?key|jaas")
 _MIN_RECEIVE_BUFFER = 65536  # KAFKA-3135
 
 
-# Java names whose kafka-python name is not the dots-to-underscores spelling.
-_RENAMED = {
-    "metadata.broker.list": "bootstrap_servers",  # Kafka 0-8 name, kept for old programs
-    "ssl.key.password": "ssl_password",
-}
 # Java-only settings with no kafka-python equivalent: dropped with a warning.
 _JAVA_ONLY = frozenset(
     {
@@ -120,31 +118,12 @@ _NONE_DEFAULT_TYPES: Mapping[str, type] = {
     "socks5_proxy": str,
 }
 _JAAS_RE = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
-# Settings (kafka-python names) whose values are names, addresses or one of a few words, so
-# a bad value may be quoted back. Any other setting's value is described, never shown: a
-# misplaced password lands in a non-secret key as easily as in a secret one.
-_ECHO_SAFE = frozenset(
-    {
-        "bootstrap_servers",
-        "group_id",
-        "group_instance_id",
-        "client_id",
-        "auto_offset_reset",
-        "isolation_level",
-        "security_protocol",
-        "sasl_mechanism",
-        "client_dns_lookup",
-    }
-)
 # Settings limited to a few words, checked here so kafka-python never sees another value.
 _CHOICES: Mapping[str, tuple[str, ...]] = {
     "auto_offset_reset": ("earliest", "latest", "none"),
     "isolation_level": ("read_uncommitted", "read_committed"),
     "security_protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
 }
-# host:port, where host is a name, an IPv4 address or a bracketed IPv6 address.
-_SERVER_RE = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):([0-9]{1,5})")
-_BOOTSTRAP_EXAMPLE = '"broker1:9092,broker2:9092"'
 
 
 @contextmanager
@@ -166,112 +145,12 @@ def _consumer_defaults() -> Mapping[str, Any]:
     return KafkaConsumer.DEFAULT_CONFIG
 
 
-def is_secret_key(key: str) -> bool:
-    """Return True when the value of parameter ``key`` must never be shown."""
-    return bool(_SECRET_RE.search(str(key)))
-
-
-def redact(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Return a copy of ``params`` with every secret value replaced by :data:`REDACTED`.
-
-    Secret keys match ``secret|password|token|access.key|jaas`` in any case and any
-    spelling (``sasl.jaas.config``, ``sasl_plain_password``, ``ssl.key.password``).
-    """
-    return {k: (REDACTED if is_secret_key(k) and v is not None else v) for k, v in params.items()}
-
-
 def executor_group_id(group_id: Any) -> str:
     """Return Spark's executor group id ``spark-executor-<group.id>`` (``...-None`` if unset)."""
     return EXECUTOR_GROUP_PREFIX + str(group_id)
 
 
-def show_value(key: str, value: Any) -> str:
-    """Return how a bad ``value`` of parameter ``key`` may appear in a message.
-
-    :data:`REDACTED` for secret keys (:func:`is_secret_key`); the value itself (``repr``)
-    only for settings known to hold no secret (broker addresses, group and client ids, the
-    few-word settings); otherwise only its length, so a password pasted into the wrong key
-    is never printed.
-    """
-    if is_secret_key(key):
-        return REDACTED
-    name = _RENAMED.get(str(key).strip(), str(key).strip().replace(".", "_"))
-    if name in _ECHO_SAFE:
-        return repr(value)
-    if isinstance(value, (str, bytes)):
-        return f"<{len(value)} characters, not shown>"
-    return f"<{type(value).__name__}, not shown>"
-
-
 _show = show_value
-
-
-def check_bootstrap_servers(value: Any) -> str | list[str]:
-    """Return ``value`` after checking that it lists ``host:port`` entries.
-
-    ``value`` is a comma-separated string or a list of strings; every entry is ``host:port``
-    with a port from 1 to 65535 (an IPv6 host in brackets: ``[::1]:9092``). The check runs
-    before any client exists, so a typo never reaches the network layer.
-
-    Raises
-    ------
-    ConfigurationError
-        Naming ``bootstrap.servers``, the bad entry and the expected form.
-    """
-    if isinstance(value, str):
-        entries = value.split(",")
-    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        entries = list(value)
-    else:
-        raise ConfigurationError(
-            f"bootstrap.servers must be a comma-separated string or a list of host:port "
-            f"strings, got {value!r}; e.g. {_BOOTSTRAP_EXAMPLE}"
-        )
-    if not any(e.strip() for e in entries):
-        raise ConfigurationError(
-            f"bootstrap.servers is empty; list the brokers as host:port, e.g. {_BOOTSTRAP_EXAMPLE}"
-        )
-    for entry in entries:
-        match = _SERVER_RE.fullmatch(entry.strip())
-        if match is None or not 1 <= int(match.group(1)) <= 65535:
-            raise ConfigurationError(
-                f"bootstrap.servers entry {entry.strip()!r} (in {value!r}) is not host:port "
-                f"with a port from 1 to 65535; e.g. {_BOOTSTRAP_EXAMPLE} or \"[::1]:9092\""
-            )
-    return value
-
-
-def bootstrap_failure(config: Mapping[str, Any], exc: BaseException) -> BrokerTimeoutError | None:
-    """Return the error to raise when a client could not reach any bootstrap server.
-
-    ``config`` are the client's kafka-python settings and ``exc`` what its constructor
-    raised. kafka-python gives up after ``bootstrap_timeout_ms`` (Java spelling
-    ``bootstrap.timeout.ms``, default 30000) with ``KafkaTimeoutError: Unable to bootstrap``;
-    the returned error names the servers, the bound and its key, and the likely causes: no
-    broker at that address, or a ``security.protocol`` that does not match the listener (a
-    SASL or SSL handshake against a PLAINTEXT listener never completes, and the reverse).
-    Returns None for any other exception.
-    """
-    from kafka.errors import KafkaTimeoutError
-
-    if not isinstance(exc, KafkaTimeoutError) or "bootstrap" not in str(exc).lower():
-        return None
-    servers = config.get("bootstrap_servers")
-    shown = servers if isinstance(servers, str) else ",".join(map(str, servers or ()))
-    timeout = config.get("bootstrap_timeout_ms", 30000)
-    protocol = config.get("security_protocol", "PLAINTEXT")
-    if protocol == "PLAINTEXT":
-        cause = ("no broker listens there (wrong host or port, broker down, firewall), or the "
-                 "listener expects SSL or SASL: then set security.protocol to match it")
-    else:
-        cause = (f"the client uses security.protocol={protocol}: against a PLAINTEXT listener "
-                 "(or one of another protocol) the handshake never completes, so set "
-                 "security.protocol to the listener's protocol; or no broker listens there")
-    return BrokerTimeoutError(
-        f"Could not reach any Kafka broker at bootstrap.servers={shown} within "
-        f"bootstrap.timeout.ms={timeout} ms. Likely cause: {cause}. Raise bootstrap.timeout.ms "
-        "in kafkaParams to wait longer"
-    )
 
 
 def _coerce(key: str, shown: str, value: Any, defaults: Mapping[str, Any]) -> Any:
@@ -378,7 +257,7 @@ def consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
         if key == "ssl.endpoint.identification.algorithm":
             out["ssl_check_hostname"] = bool(value)
             continue
-        name = _RENAMED.get(key, key.replace(".", "_"))
+        name = RENAMED.get(key, key.replace(".", "_"))
         if name not in defaults:
             close = difflib.get_close_matches(name, list(defaults), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -471,29 +350,6 @@ def driver_consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
 API_TIMEOUT_KEY = "default.api.timeout.ms"
 #: Its Kafka default (kafka-python has none: without a bound it waits for ever).
 DEFAULT_API_TIMEOUT_MS = 60_000
-
-
-def api_timeout_ms(kafkaParams: Mapping[str, Any]) -> int:
-    """Return ``default.api.timeout.ms`` of ``kafkaParams`` (Kafka's default: 60000).
-
-    The stream driver bounds its look-ups that need the group coordinator (a partition's
-    starting position and committed offset) by it.
-
-    Raises
-    ------
-    ConfigurationError
-        When the value is not a whole number of milliseconds above 0.
-    """
-    value = kafkaParams.get(API_TIMEOUT_KEY, DEFAULT_API_TIMEOUT_MS)
-    try:
-        ms = int(str(value).strip()) if not isinstance(value, (bool, float)) else -1
-    except ValueError:
-        ms = -1
-    if ms <= 0:
-        raise ConfigurationError(
-            f"Kafka parameter {API_TIMEOUT_KEY} must be a whole number of milliseconds above 0, "
-            f"got {value!r}; e.g. {{'{API_TIMEOUT_KEY}': 60000}} (Kafka's default)")
-    return ms
 
 
 def stream_driver_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from dstream_kafka.errors import (
     DataLossError,
     PartitionsRevokedError,
 )
-from dstream_kafka.kafka_params import API_TIMEOUT_KEY, DEFAULT_API_TIMEOUT_MS, api_timeout_ms
+from dstream_kafka.kafka_params import API_TIMEOUT_KEY, DEFAULT_API_TIMEOUT_MS
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 
 if TYPE_CHECKING:
@@ -53,6 +53,29 @@ def _ktp(tp: TopicPartition) -> Any:
     from kafka import TopicPartition as KafkaTopicPartition
 
     return KafkaTopicPartition(tp.topic, tp.partition)
+
+
+def api_timeout_ms(kafkaParams: Mapping[str, Any]) -> int:
+    """Return ``default.api.timeout.ms`` of ``kafkaParams`` (Kafka's default: 60000).
+
+    The stream driver bounds its look-ups that need the group coordinator (a partition's
+    starting position and committed offset) by it.
+
+    Raises
+    ------
+    ConfigurationError
+        When the value is not a whole number of milliseconds above 0.
+    """
+    value = kafkaParams.get(API_TIMEOUT_KEY, DEFAULT_API_TIMEOUT_MS)
+    try:
+        ms = int(str(value).strip()) if not isinstance(value, (bool, float)) else -1
+    except ValueError:
+        ms = -1
+    if ms <= 0:
+        raise ConfigurationError(
+            f"Kafka parameter {API_TIMEOUT_KEY} must be a whole number of milliseconds above 0, "
+            f"got {value!r}; e.g. {{'{API_TIMEOUT_KEY}': 60000}} (Kafka's default)")
+    return ms
 
 
 def _no_answer(what: str, timeout_ms: int) -> BrokerTimeoutError:

@@ -16,11 +16,9 @@ shutdown, so a later start finds the tables again.
 from __future__ import annotations
 
 import atexit
-import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -30,13 +28,15 @@ from xml.sax.saxutils import escape
 from dstream_kafka.errors import MissingDependencyError, ServiceError
 from dstream_kafka.services.environment import (
     ManagedProcess,
-    cache_dir,
     free_port,
     port_open,
     require_executable,
     require_java,
 )
-from dstream_kafka.services.maven import HBASE_VERSION, hbase_artifacts, resolve_classpath
+from dstream_kafka.services.hbase_jars import LAUNCHER_CLASS, compiled_launcher
+from dstream_kafka.services.hbase_jars import hbase_classpath as hbase_classpath
+from dstream_kafka.services.hbase_jars import prepare_hbase as prepare_hbase
+from dstream_kafka.services.maven import HBASE_VERSION
 
 __all__ = ["HBaseServer", "hbase_classpath", "prepare_hbase", "JAVA17_FLAGS"]
 
@@ -58,37 +58,6 @@ JAVA17_FLAGS: tuple[str, ...] = (
     "--add-exports", "java.base/sun.net.dns=ALL-UNNAMED",
     "--add-exports", "java.base/sun.net.util=ALL-UNNAMED",
 )
-
-_LAUNCHER_CLASS = "DStreamKafkaHBaseLauncher"
-
-# Runs HMaster (standalone: ZooKeeper + master + region server) on one thread and the Thrift1
-# gateway on the main thread of the same JVM. Reflection keeps the compile independent of the
-# HBase jars, so javac needs no classpath and the class works for any 2.x release.
-_LAUNCHER_SOURCE = """\
-public final class DStreamKafkaHBaseLauncher {
-    private static void run(String mainClass, String[] args) throws Exception {
-        Class.forName(mainClass).getMethod("main", String[].class).invoke(null, (Object) args);
-    }
-
-    public static void main(String[] args) throws Exception {
-        Thread hbase = new Thread(() -> {
-            try {
-                run("org.apache.hadoop.hbase.master.HMaster", new String[] {"start"});
-            } catch (Throwable t) {
-                t.printStackTrace();
-                Runtime.getRuntime().halt(1);
-            }
-        }, "dstream-kafka-hbase-master");
-        hbase.start();
-        try {
-            run("org.apache.hadoop.hbase.thrift.ThriftServer", args);
-        } catch (Throwable t) {
-            t.printStackTrace();
-            Runtime.getRuntime().halt(2);
-        }
-    }
-}
-"""
 
 _LOG4J = """\
 log4j.rootLogger=INFO,file
@@ -113,80 +82,6 @@ log4j.logger.org.apache.hbase.thirdparty=WARN
 # an error message.
 _NOISE = ("java.class.path", "CLASSPATH", "java.library.path", "env:", "Client environment:",
           "Server environment:", "vmInputArguments")
-
-
-def hbase_classpath(version: str = HBASE_VERSION) -> list[Path]:
-    """Return the jars of standalone HBase and its Thrift gateway, resolving them on first use.
-
-    Parameters
-    ----------
-    version : str
-        HBase release.
-
-    Returns
-    -------
-    list of Path
-        Jar files, sorted by name.
-
-    Raises
-    ------
-    MissingDependencyError
-        Maven is needed for the first resolution and is not installed.
-    ServiceError
-        Maven could not resolve the jars.
-    """
-    try:
-        return resolve_classpath(f"hbase-{version}", hbase_artifacts(version))
-    except MissingDependencyError as exc:
-        raise MissingDependencyError(str(exc).replace("Apache Kafka", "Apache HBase")) from None
-
-
-def _compiled_launcher() -> Path | None:
-    """Return the folder holding the compiled launcher class, or None without ``javac``."""
-    javac = shutil.which("javac")
-    if javac is None:
-        return None
-    digest = hashlib.sha256(_LAUNCHER_SOURCE.encode()).hexdigest()[:12]
-    folder = cache_dir() / "hbase-launcher" / digest
-    if (folder / f"{_LAUNCHER_CLASS}.class").is_file():
-        return folder
-    build = Path(tempfile.mkdtemp(prefix="launcher-", dir=cache_dir()))
-    try:
-        source = build / f"{_LAUNCHER_CLASS}.java"
-        source.write_text(_LAUNCHER_SOURCE)
-        proc = subprocess.run([javac, "--release", "11", "-d", str(build), str(source)],
-                              capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            return None  # a broken JDK: fall back to a separate gateway JVM
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(build, folder)  # atomic, so two processes may race safely
-        except OSError:
-            if not (folder / f"{_LAUNCHER_CLASS}.class").is_file():
-                raise
-        return folder
-    finally:
-        shutil.rmtree(build, ignore_errors=True)
-
-
-def prepare_hbase(version: str = HBASE_VERSION) -> tuple[list[Path], Path | None]:
-    """Resolve the HBase jars and compile the one-JVM launcher now, as ``dstream-kafka setup`` does.
-
-    Both are cached, so a later :meth:`HBaseServer.start` neither downloads nor compiles.
-
-    Parameters
-    ----------
-    version : str
-        HBase release.
-
-    Returns
-    -------
-    tuple of (list of Path, Path or None)
-        The jars, and the folder of the compiled launcher class; None without ``javac`` (a
-        JRE-only machine), where the Thrift gateway runs as a second JVM. Errors are those of
-        :func:`hbase_classpath`.
-    """
-    return hbase_classpath(version), _compiled_launcher()
 
 
 def _site_xml(props: Mapping[str, Any]) -> str:
@@ -356,7 +251,7 @@ class HBaseServer:
         require_executable("java", ["openjdk-17-jre-headless"], "to run HBase")
         self._java = require_java()
         jars = hbase_classpath(self.version)
-        launcher = _compiled_launcher()
+        launcher = compiled_launcher()
         if self._root is None:
             self._root = Path(tempfile.mkdtemp(prefix="dstream-kafka-hbase-"))
         for sub in ("conf", "logs", "tmp", "zk"):
@@ -527,7 +422,7 @@ class HBaseServer:
         if launcher is not None:
             self._hbase = ManagedProcess(
                 "HBase (standalone + Thrift)",
-                self._java_argv(self.heap, [str(launcher), *classpath], _LAUNCHER_CLASS,
+                self._java_argv(self.heap, [str(launcher), *classpath], LAUNCHER_CLASS,
                                 *self._thrift_args()),
                 logs / "hbase.out",
             )

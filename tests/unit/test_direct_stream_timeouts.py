@@ -8,7 +8,7 @@ import pytest
 from kafka.errors import KafkaTimeoutError
 
 from dstream_kafka.consumer_strategy import ConsumerStrategies
-from dstream_kafka.direct_stream import REFRESH_LEADER_BACKOFF_MS, latest_offsets
+from dstream_kafka.latest_offsets import REFRESH_LEADER_BACKOFF_MS, latest_offsets
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.resume import API_TIMEOUT_MS, PartitionPositions
@@ -102,7 +102,7 @@ def test_the_pause_between_tries_is_the_given_backoff(monkeypatch) -> None:
 
 
 def test_a_failed_look_up_of_a_deleted_partition_reports_it_without_retrying(monkeypatch) -> None:
-    from dstream_kafka.direct_stream import _PartitionsGone
+    from dstream_kafka.latest_offsets import PartitionsGone as _PartitionsGone
 
     monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", lambda s: None)
     consumer = _FlakyEnds(failures=1)
@@ -114,7 +114,7 @@ def test_a_failed_look_up_of_a_deleted_partition_reports_it_without_retrying(mon
 
 
 def test_a_closed_port_is_not_reachable() -> None:
-    from dstream_kafka.direct_stream import any_reachable
+    from dstream_kafka.latest_offsets import any_reachable
 
     assert any_reachable("127.0.0.1:1, not a host:::", timeout_s=0.5) is False
 
@@ -122,7 +122,7 @@ def test_a_closed_port_is_not_reachable() -> None:
 def test_a_listening_port_among_the_servers_is_reachable() -> None:
     import socket
 
-    from dstream_kafka.direct_stream import any_reachable
+    from dstream_kafka.latest_offsets import any_reachable
 
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))

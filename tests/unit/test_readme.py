@@ -43,3 +43,16 @@ def test_the_readme_configuration_table_names_no_key_the_package_does_not_read()
     from dstream_kafka import config
 
     assert sorted(set(_configuration_table()) - set(config.DEFAULTS)) == []
+
+
+def test_the_readme_layout_map_names_every_module_and_package_of_dstream_kafka():
+    text = (ROOT / "README.rst").read_text()
+    layout = text.split("\nLayout\n------\n", 1)[1]
+    package = ROOT / "dstream_kafka"
+    names = [p.name for p in package.glob("*.py") if p.name != "__init__.py"]
+    names += [f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").is_file()]
+    for sub in ("stores", "services", "streaming", "testing", "backends"):
+        # inside a package's line a module may be named without its .py
+        names += [p.stem for p in (package / sub).glob("*.py") if p.name != "__init__.py"]
+    missing = sorted(n for n in names if not re.search(rf"(?<![\w.]){re.escape(n)}", layout))
+    assert missing == []

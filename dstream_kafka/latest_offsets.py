@@ -1,0 +1,116 @@
+"""The latest offsets of a batch: the driver's look-up with bounded, configurable retries.
+
+Each batch's planning asks Kafka for the log end offset of every assigned partition. As Spark's
+0-8 ``latestLeaderOffsets`` did, a failed look-up is tried again
+(``spark.streaming.kafka.maxRetries`` more times, ``spark.streaming.kafka.retryBackoff`` apart),
+each try bounded by ``spark.streaming.kafka.lookupTimeout``; a deleted topic is told apart from
+a broker outage, because no retry brings it back.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from dstream_kafka.errors import BrokerTimeoutError
+from dstream_kafka.offsets import TopicPartition
+
+__all__ = ["LOOKUP_TIMEOUT_MS", "REACHABLE_TIMEOUT_S", "REFRESH_LEADER_BACKOFF_MS",
+           "PartitionsGone", "any_reachable", "describe_parts", "latest_offsets"]
+
+logger = logging.getLogger(__name__)
+
+#: Pause between tries of the latest-offset look-up (Kafka 0-8's ``refresh.leader.backoff.ms``
+#: default, which Spark's 0-8 stream sleeps between its ``spark.streaming.kafka.maxRetries``);
+#: ``spark.streaming.kafka.retryBackoff`` sets it per stream.
+REFRESH_LEADER_BACKOFF_MS = 200
+
+#: Longest wait of one try of the latest-offset look-up, unless
+#: ``spark.streaming.kafka.lookupTimeout`` says otherwise (kafka-python's request.timeout.ms).
+LOOKUP_TIMEOUT_MS = 30_000
+
+
+class PartitionsGone(Exception):
+    """Raised by :func:`latest_offsets` when partitions it looks up no longer exist in Kafka."""
+
+    def __init__(self, partitions: set[TopicPartition]) -> None:
+        super().__init__(sorted(partitions))
+        self.partitions = partitions
+
+
+def latest_offsets(consumer: Any, parts: Sequence[TopicPartition], retries: int,
+                   backoff_ms: int = REFRESH_LEADER_BACKOFF_MS,
+                   timeout_ms: int = LOOKUP_TIMEOUT_MS,
+                   servers: str = "bootstrap.servers",
+                   find_vanished: Callable[[Sequence[TopicPartition]], set[TopicPartition]]
+                   | None = None) -> dict[TopicPartition, int]:
+    """Return the log end offset of each of ``parts``, trying ``retries`` more times on error.
+
+    As Spark's 0-8 ``latestLeaderOffsets``: a failed look-up is logged and tried again after
+    ``backoff_ms``. Each try waits at most ``timeout_ms``, so the look-up gives up after
+    ``(retries + 1) * timeout_ms + retries * backoff_ms`` at the latest; a broker restarted
+    within that time is ridden out. After a failed try, ``find_vanished(parts)`` (when given)
+    tells whether partitions were deleted, which no retry would fix.
+
+    Raises
+    ------
+    BrokerTimeoutError
+        Naming ``servers`` and the keys that set the bounds, when every try failed; the last
+        try's error is its cause.
+    PartitionsGone
+        When a failed try is explained by partitions that no longer exist (deleted topic).
+    """
+    from kafka import TopicPartition as KafkaTopicPartition
+    from kafka.errors import KafkaError
+
+    ktps = [KafkaTopicPartition(tp.topic, tp.partition) for tp in parts]
+    tries_left = retries
+    while True:
+        try:
+            ends = consumer.end_offsets(ktps, timeout_ms=timeout_ms)
+            return {TopicPartition(tp.topic, tp.partition): int(off) for tp, off in ends.items()}
+        except KafkaError as exc:
+            try:
+                gone = find_vanished(parts) if find_vanished is not None else set()
+            except KafkaError:
+                gone = set()  # the broker is not answering either: not proof of deletion
+            if gone:
+                raise PartitionsGone(gone) from exc
+            if tries_left <= 0:
+                raise BrokerTimeoutError(
+                    f"Kafka at {servers} did not return the latest offsets of "
+                    f"{describe_parts(parts)} in {retries + 1} tries of up to {timeout_ms} ms "
+                    f"each ({type(exc).__name__}: {exc}); check that the brokers are up and "
+                    "reachable, or allow a longer outage with spark.streaming.kafka.maxRetries, "
+                    "spark.streaming.kafka.retryBackoff and spark.streaming.kafka.lookupTimeout"
+                ) from exc
+            tries_left -= 1
+            logger.error("Latest offsets look-up failed (%s); trying again in %d ms", exc,
+                         backoff_ms)
+            time.sleep(backoff_ms / 1000.0)
+
+
+#: How long the check that a broker is up waits for a TCP connection to each bootstrap server.
+REACHABLE_TIMEOUT_S = 1.0
+
+
+def any_reachable(servers: str, timeout_s: float = REACHABLE_TIMEOUT_S) -> bool:
+    """Return whether any ``host:port`` of the comma-separated ``servers`` accepts a TCP
+    connection within ``timeout_s`` (unparsable entries count as unreachable)."""
+    import socket
+
+    for server in servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+def describe_parts(parts: Sequence[TopicPartition]) -> str:
+    shown = ", ".join(f"{tp.topic}-{tp.partition}" for tp in list(parts)[:5])
+    return shown + (f" and {len(parts) - 5} more" if len(parts) > 5 else "")
