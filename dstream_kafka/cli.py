@@ -130,6 +130,29 @@ def build_parser() -> argparse.ArgumentParser:
     describe.add_argument("--timeout", metavar="SECONDS", default=10.0,
                           type=_number(float, "a number of seconds", 0, False),
                           help="how long to wait for the store and the broker (default 10)")
+    export = offsets_sub.add_parser(
+        "export", help='print the committed offsets as offsets JSON ({"topic":{"0":23}})')
+    import_ = offsets_sub.add_parser(
+        "import", help="write offsets JSON as one new commit of the group (audited in history)")
+    for command in (export, import_):
+        command.add_argument("--store", required=True, metavar="URI", help="the offset store URI")
+        command.add_argument("--group", required=True, type=_group, help="the consumer group")
+        command.add_argument("--timeout", metavar="SECONDS", default=10.0,
+                             type=_number(float, "a number of seconds", 0, False),
+                             help="how long to wait for the store (default 10)")
+    export.add_argument("--topic", type=_topic, help="only this topic")
+    import_.add_argument("--file", default="-", metavar="FILE",
+                         help="the offsets JSON file (default: standard input)")
+    hist = offsets_sub.add_parser("history", help="committed batches of a group, newest first")
+    hist.add_argument("--store", required=True, metavar="URI", help="the offset store URI")
+    hist.add_argument("--group", required=True, type=_group, help="the consumer group")
+    hist.add_argument("--limit", type=_number(int, "a whole number", 1, True), default=20,
+                      help="how many batches (default 20)")
+    hist.add_argument("--format", choices=("table", "json"), default="table",
+                      help="table (default) or json")
+    hist.add_argument("--timeout", metavar="SECONDS", default=10.0,
+                      type=_number(float, "a number of seconds", 0, False),
+                      help="how long to wait for the store (default 10)")
     return parser
 
 
@@ -145,21 +168,52 @@ def _version() -> str:
 def _offsets(args: argparse.Namespace) -> int:
     import logging
 
-    from dstream_kafka.offsets_admin import describe, format_rows
+    from dstream_kafka.offsets_admin import (describe, export_offsets, format_history, format_rows,
+                                             history, import_offsets)
 
     # The clients log every refused connection; the command reports one error line instead.
     for name in ("kafka", "kazoo", "happybase", "thriftpy2"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    from dstream_kafka.errors import OffsetStoreError
+    from dstream_kafka.errors import OffsetFencedError, OffsetStoreError
 
     try:
+        if args.action == "export":
+            print(export_offsets(args.store, args.group, topic=args.topic, timeout=args.timeout))
+            return 0
+        if args.action == "import":
+            text = _read_input(args.file)
+            record = import_offsets(args.store, args.group, text, timeout=args.timeout)
+            print(f"imported {len(record.ranges)} partitions into group {args.group!r} as batch "
+                  f"{record.batch_time_ms}")
+            return 0
+        if args.action == "history":
+            records = history(args.store, args.group, limit=int(args.limit), timeout=args.timeout)
+            print(format_history(records, args.format,
+                                 terminal=args.format == "table" and sys.stdout.isatty()))
+            return 0
         rows = describe(args.store, args.group, bootstrap_servers=args.bootstrap_servers,
                         topic=args.topic, timeout=args.timeout)
+    except OffsetFencedError as exc:
+        raise OffsetStoreError(f"--store: {exc} A stream is committing to this group: stop it "
+                               "and import again") from None
     except OffsetStoreError as exc:
         raise OffsetStoreError(f"--store: {exc}; check the URI and that the service runs "
                                f"(waited up to --timeout {args.timeout:g}s)") from None
     print(format_rows(rows, args.format, terminal=args.format == "table" and sys.stdout.isatty()))
     return 0
+
+
+def _read_input(path: str) -> str:
+    from dstream_kafka.errors import ConfigurationError
+
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise ConfigurationError(f"--file: cannot read {path!r} ({exc.strerror}); give an offsets "
+                                 "JSON file or - for standard input") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,9 +23,10 @@ pytestmark = pytest.mark.integration
 STORES = ["checkpoint", "sqlite", "kafka", "postgresql", "zookeeper", "hbase"]
 
 
-def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
+         stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "dstream_kafka.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})}, input=stdin)
 
 
 def _store_uri(kind: str, request: pytest.FixtureRequest, tmp_path: Path,
@@ -185,3 +186,107 @@ def test_a_deleted_topic_of_committed_offsets_is_an_error_naming_the_topic(
 def test_version_prints_the_package_version() -> None:
     out = _cli("--version")
     assert out.returncode == 0 and out.stdout.startswith("dstream-kafka 0.1.0")
+
+
+@pytest.mark.parametrize("source, target", [
+    ("sqlite", "postgresql"), ("checkpoint", "zookeeper"), ("postgresql", "kafka"), ("kafka", "hbase"),
+    ("zookeeper", "checkpoint"), ("hbase", "sqlite"),
+])
+def test_export_then_import_moves_a_groups_offsets_between_two_stores(
+        source: str, target: str, request: pytest.FixtureRequest, kafka: Any, tmp_path: Path,
+        unique: Callable[[str], str], monkeypatch: pytest.MonkeyPatch) -> None:
+    topic, group = unique("topic"), unique("group")
+    kafka.create_topic(topic, partitions=2)
+    kafka.produce(topic, [f"v{i}" for i in range(12)], partition=0)
+    kafka.produce(topic, [f"v{i}" for i in range(6)], partition=1)
+    src_uri, src_env, src = _store_uri(source, request, tmp_path / "src", unique)
+    dst_uri, dst_env, dst = _store_uri(target, request, tmp_path / "dst", unique)
+    with dst:
+        assert dst.load(group) == {}  # creates the HBase table: an hbase:// URI names an existing one
+    with src:
+        src.commit(group, 1_000, [OffsetRange(topic, 0, 0, 9), OffsetRange(topic, 1, 0, 6)])
+    env = {**src_env, **dst_env}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+
+    exported = _cli("offsets", "export", "--store", src_uri, "--group", group, env=env)
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads(exported.stdout) == {topic: {"0": 9, "1": 6}}
+    imported = _cli("offsets", "import", "--store", dst_uri, "--group", group, env=env,
+                    stdin=exported.stdout)
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.startswith(f"imported 2 partitions into group '{group}' as batch ")
+
+    rows = describe(dst_uri, group, bootstrap_servers=kafka.bootstrap_servers)
+    assert [(r.partition, r.current_offset, r.lag) for r in rows] == [(0, 9, 3), (1, 6, 0)]
+    again = _cli("offsets", "export", "--store", dst_uri, "--group", group, env=env)
+    assert again.stdout == exported.stdout
+
+
+def test_an_import_is_a_new_commit_in_the_history_and_never_moves_back(
+        tmp_path: Path, unique: Callable[[str], str]) -> None:
+    group = unique("group")
+    uri = f"sqlite:///{tmp_path / 'o.db'}"
+    with open_store(uri) as store:
+        store.commit(group, 1_000, [OffsetRange("t", 0, 0, 5)])
+    from dstream_kafka.offsets_admin import import_offsets
+
+    record = import_offsets(uri, group, '{"t":{"0":8,"1":2}}')
+    assert record.batch_time_ms > 1_000
+    with open_store(uri) as store:
+        history = store.history(group)
+        assert [h.batch_time_ms for h in history] == [record.batch_time_ms, 1_000]
+        assert history[0].ranges == (OffsetRange("t", 0, 5, 8), OffsetRange("t", 1, 2, 2))
+        assert history[1].ranges == (OffsetRange("t", 0, 0, 5),)
+
+    back = _cli("offsets", "import", "--store", uri, "--group", group, stdin='{"t":{"0":3}}')
+    assert back.returncode == 1
+    assert back.stderr.startswith("dstream-kafka: error: --file: t-0 would move back from 8 to 3")
+    bad = _cli("offsets", "import", "--store", uri, "--group", group, stdin='{"t":{"0":-1}}')
+    assert bad.returncode == 1 and "--file" in bad.stderr
+    with open_store(uri) as store:
+        assert len(store.history(group)) == 2  # nothing written by the refused imports
+
+
+def test_import_is_refused_while_a_stream_holds_the_store_with_a_planned_batch(
+        tmp_path: Path, unique: Callable[[str], str]) -> None:
+    group = unique("group")
+    uri = f"checkpoint:{tmp_path / 'ckpt'}"
+    with open_store(uri) as store:
+        store.commit(group, 1_000, [OffsetRange("t", 0, 0, 5)])
+        store.plan(group, 2_000, [OffsetRange("t", 0, 5, 9)])  # a running stream's next batch
+    out = _cli("offsets", "import", "--store", uri, "--group", group, stdin='{"t":{"0":20}}')
+    assert out.returncode == 1
+    assert "a stream holds group" in out.stderr and "batch 2000 is planned" in out.stderr
+    with open_store(uri) as store:
+        assert store.load(group) == {("t", 0): 5}
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql", "zookeeper", "checkpoint"])
+def test_history_lists_committed_batches_and_imports_newest_first_with_their_records(
+        kind: str, request: pytest.FixtureRequest, tmp_path: Path, unique: Callable[[str], str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    group = unique("group")
+    uri, env, store = _store_uri(kind, request, tmp_path, unique)
+    with store:
+        store.commit(group, 1_000, [OffsetRange("t", 0, 0, 5), OffsetRange("t", 1, 0, 3)])
+        store.commit(group, 2_000, [OffsetRange("t", 0, 5, 9)])
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    out = _cli("offsets", "history", "--store", uri, "--group", group, env=env)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == ["BATCH-TIME", "COMMITTED-AT", "RECORDS", "RANGES"]
+    assert lines[1].split()[0] == "1970-01-01T00:00:02.000Z"
+    assert lines[1].split()[2:] == ["4", "t-0:[5,9)"]
+    assert lines[2].split()[2:] == ["8", "t-0:[0,5)", "t-1:[0,3)"]
+
+    limited = _cli("offsets", "history", "--store", uri, "--group", group, "--limit", "1",
+                   "--format", "json", env=env)
+    parsed = json.loads(limited.stdout)
+    assert [(p["batch_time_ms"], p["records"]) for p in parsed] == [(2_000, 4)]
+
+    unknown = _cli("offsets", "history", "--store", uri, "--group", unique("other"), env=env)
+    assert unknown.returncode == 1 and unknown.stderr.startswith("dstream-kafka: error: ")
+    bad_limit = _cli("offsets", "history", "--store", uri, "--group", group, "--limit", "0", env=env)
+    assert bad_limit.returncode == 2 and "--limit" in bad_limit.stderr

@@ -64,3 +64,24 @@ def test_the_parser_keeps_the_old_commands_and_reads_offsets_describe() -> None:
         "offsets", "describe", "sqlite:///o.db", "g", "csv", "t", 10.0)
     assert parser.parse_args(["broker", "status"]).action == "status"
     assert parser.parse_args(["demo"]).topic == "dstream-demo"
+
+
+def test_history_renders_batches_with_their_record_counts_as_a_table_and_as_json() -> None:
+    import datetime as dt
+
+    from dstream_kafka.offsets import OffsetRange
+    from dstream_kafka.offsets_admin import format_history
+    from dstream_kafka.stores.records import CommitRecord
+
+    at = dt.datetime(2026, 1, 2, 3, 4, 5, 6000, tzinfo=dt.timezone.utc)
+    records = [CommitRecord(2_000, (OffsetRange("t", 0, 5, 9),), at),
+               CommitRecord(1_000, (OffsetRange("t", 0, 0, 5), OffsetRange("t", 1, 0, 3)), at)]
+    lines = format_history(records).splitlines()
+    assert lines[0].split() == ["BATCH-TIME", "COMMITTED-AT", "RECORDS", "RANGES"]
+    assert lines[1].split() == ["1970-01-01T00:00:02.000Z", "2026-01-02T03:04:05.006Z", "4", "t-0:[5,9)"]
+    assert lines[2].split()[2:] == ["8", "t-0:[0,5)", "t-1:[0,3)"]
+    parsed = json.loads(format_history(records, "json"))
+    assert parsed[1]["records"] == 8 and parsed[1]["ranges"][1] == {
+        "topic": "t", "partition": 1, "fromOffset": 0, "untilOffset": 3}
+    with pytest.raises(ConfigurationError, match="--format"):
+        format_history(records, "csv")
