@@ -197,7 +197,7 @@ def _offsets(args: argparse.Namespace) -> int:
         raise OffsetStoreError(f"--store: {exc} A stream is committing to this group: stop it "
                                "and import again") from None
     except OffsetStoreError as exc:
-        raise OffsetStoreError(f"--store: {exc}; check the URI and that the service runs "
+        raise OffsetStoreError(f"--store: {str(exc).rstrip('. ')}; check the URI and that the service runs "
                                f"(waited up to --timeout {args.timeout:g}s)") from None
     print(format_rows(rows, args.format, terminal=args.format == "table" and sys.stdout.isatty()))
     return 0

@@ -29,6 +29,13 @@ def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
                           text=True, timeout=timeout, env={**os.environ, **(env or {})}, input=stdin)
 
 
+def _committed(uri: str, group: str, batch_time_ms: int, *ranges: OffsetRange) -> str:
+    """Commit ``ranges`` to the store at ``uri`` and return ``uri``."""
+    with open_store(uri) as store:
+        store.commit(group, batch_time_ms, list(ranges))
+    return uri
+
+
 def _store_uri(kind: str, request: pytest.FixtureRequest, tmp_path: Path,
                unique: Callable[[str], str]) -> tuple[str, dict[str, str], Any]:
     """Return (URI, environment for the CLI, a store to write with)."""
@@ -226,9 +233,7 @@ def test_export_then_import_moves_a_groups_offsets_between_two_stores(
 def test_an_import_is_a_new_commit_in_the_history_and_never_moves_back(
         tmp_path: Path, unique: Callable[[str], str]) -> None:
     group = unique("group")
-    uri = f"sqlite:///{tmp_path / 'o.db'}"
-    with open_store(uri) as store:
-        store.commit(group, 1_000, [OffsetRange("t", 0, 0, 5)])
+    uri = _committed(f"sqlite:///{tmp_path / 'o.db'}", group, 1_000, OffsetRange("t", 0, 0, 5))
     from dstream_kafka.offsets_admin import import_offsets
 
     record = import_offsets(uri, group, '{"t":{"0":8,"1":2}}')
