@@ -1,4 +1,4 @@
-"""The ``dstream-kafka`` command line: local broker and HBase, machine set-up checks and the demo."""
+"""The ``dstream-kafka`` command line: local broker and HBase, set-up checks, the demo and offsets."""
 
 from __future__ import annotations
 
@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dstream-kafka",
         description="Kafka direct streams for PySpark: local broker, set-up checks and demo.",
     )
+    parser.add_argument("--version", action="version", version=f"dstream-kafka {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -110,7 +111,109 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--duration", type=_number(float, "a number of seconds", 0, False),
                       default=None,
                       help="stop gracefully after this many seconds (default: run until Ctrl-C)")
+
+    offsets = sub.add_parser("offsets", help="see the offsets a stream committed to a store")
+    offsets_sub = offsets.add_subparsers(dest="action", metavar="ACTION")
+    offsets_sub.required = True
+    describe = offsets_sub.add_parser(
+        "describe", help="committed offsets, log start and end offsets and lag per partition")
+    describe.add_argument("--store", required=True, metavar="URI",
+                          help="the offset store: checkpoint:DIR, kafka://HOST:PORT, sqlite:///PATH, "
+                               "postgresql://USER@HOST:PORT/DB, zookeeper://HOST:PORT/ROOT, "
+                               "hbase://HOST:PORT/TABLE")
+    describe.add_argument("--group", required=True, type=_group, help="the stream's consumer group")
+    describe.add_argument("--topic", type=_topic, help="only this topic")
+    describe.add_argument("--bootstrap-servers", metavar="HOST:PORT", type=_servers,
+                          help="brokers to ask for log offsets (default: the kafka:// store's)")
+    describe.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                          help="table (default), json or csv")
+    describe.add_argument("--timeout", metavar="SECONDS", default=10.0,
+                          type=_number(float, "a number of seconds", 0, False),
+                          help="how long to wait for the store and the broker (default 10)")
+    export = offsets_sub.add_parser(
+        "export", help='print the committed offsets as offsets JSON ({"topic":{"0":23}})')
+    import_ = offsets_sub.add_parser(
+        "import", help="write offsets JSON as one new commit of the group (audited in history)")
+    for command in (export, import_):
+        command.add_argument("--store", required=True, metavar="URI", help="the offset store URI")
+        command.add_argument("--group", required=True, type=_group, help="the consumer group")
+        command.add_argument("--timeout", metavar="SECONDS", default=10.0,
+                             type=_number(float, "a number of seconds", 0, False),
+                             help="how long to wait for the store (default 10)")
+    export.add_argument("--topic", type=_topic, help="only this topic")
+    import_.add_argument("--file", default="-", metavar="FILE",
+                         help="the offsets JSON file (default: standard input)")
+    hist = offsets_sub.add_parser("history", help="committed batches of a group, newest first")
+    hist.add_argument("--store", required=True, metavar="URI", help="the offset store URI")
+    hist.add_argument("--group", required=True, type=_group, help="the consumer group")
+    hist.add_argument("--limit", type=_number(int, "a whole number", 1, True), default=20,
+                      help="how many batches (default 20)")
+    hist.add_argument("--format", choices=("table", "json"), default="table",
+                      help="table (default) or json")
+    hist.add_argument("--timeout", metavar="SECONDS", default=10.0,
+                      type=_number(float, "a number of seconds", 0, False),
+                      help="how long to wait for the store (default 10)")
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dstream_kafka")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown"
+
+
+def _offsets(args: argparse.Namespace) -> int:
+    import logging
+
+    from dstream_kafka.offsets_admin import (describe, export_offsets, format_history, format_rows,
+                                             history, import_offsets)
+
+    # The clients log every refused connection; the command reports one error line instead.
+    for name in ("kafka", "kazoo", "happybase", "thriftpy2"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    from dstream_kafka.errors import OffsetFencedError, OffsetStoreError
+
+    try:
+        if args.action == "export":
+            print(export_offsets(args.store, args.group, topic=args.topic, timeout=args.timeout))
+            return 0
+        if args.action == "import":
+            text = _read_input(args.file)
+            record = import_offsets(args.store, args.group, text, timeout=args.timeout)
+            print(f"imported {len(record.ranges)} partitions into group {args.group!r} as batch "
+                  f"{record.batch_time_ms}")
+            return 0
+        if args.action == "history":
+            records = history(args.store, args.group, limit=int(args.limit), timeout=args.timeout)
+            print(format_history(records, args.format,
+                                 terminal=args.format == "table" and sys.stdout.isatty()))
+            return 0
+        rows = describe(args.store, args.group, bootstrap_servers=args.bootstrap_servers,
+                        topic=args.topic, timeout=args.timeout)
+    except OffsetFencedError as exc:
+        raise OffsetStoreError(f"--store: {exc} A stream is committing to this group: stop it "
+                               "and import again") from None
+    except OffsetStoreError as exc:
+        raise OffsetStoreError(f"--store: {str(exc).rstrip('. ')}; check the URI and that the service runs "
+                               f"(waited up to --timeout {args.timeout:g}s)") from None
+    print(format_rows(rows, args.format, terminal=args.format == "table" and sys.stdout.isatty()))
+    return 0
+
+
+def _read_input(path: str) -> str:
+    from dstream_kafka.errors import ConfigurationError
+
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise ConfigurationError(f"--file: cannot read {path!r} ({exc.strerror}); give an offsets "
+                                 "JSON file or - for standard input") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -144,6 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from dstream_kafka.demo import run_demo
 
             return run_demo(args)
+        if args.command == "offsets":
+            return _offsets(args)
     except DStreamKafkaError as exc:
         print(f"dstream-kafka: error: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,87 @@
+"""``offsets describe`` renders its rows as a plain or rich table, JSON or CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from dstream_kafka.cli import build_parser
+from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.offsets_admin import COLUMNS, OffsetRow, format_rows
+
+ROWS = [OffsetRow("etl", "clicks", 0, 118, 0, 120, 2, 1_764_000_005_000, 0),
+        OffsetRow("etl", "clicks", 2, 10, 25, 40, 30, None, 15)]
+
+
+def test_the_plain_table_has_the_kafka_columns_a_lost_mark_and_a_total_line() -> None:
+    lines = format_rows(ROWS).splitlines()
+    assert lines[0].split() == list(COLUMNS)
+    assert lines[1].split() == ["etl", "clicks", "0", "118", "0", "120", "2", "2025-11-24T16:00:05.000Z"]
+    assert lines[2].split() == ["etl", "clicks", "2", "10", "25", "40", "30", "-", "LOST", "15"]
+    assert lines[3] == "TOTAL: 2 partitions, lag 32, 15 records LOST (committed offset below the log start)"
+    assert "\x1b[" not in "\n".join(lines)
+
+
+def test_a_total_without_lost_records_names_only_the_lag() -> None:
+    assert format_rows(ROWS[:1]).splitlines()[-1] == "TOTAL: 1 partitions, lag 2"
+
+
+def test_the_terminal_table_is_drawn_by_rich_with_colour_and_keeps_the_total_line() -> None:
+    text = format_rows(ROWS, terminal=True)
+    assert "\x1b[" in text and "LOST 15" in text
+    assert text.splitlines()[-1].startswith("TOTAL: 2 partitions, lag 32")
+
+
+def test_json_lists_every_field_with_the_batch_time_in_iso_8601() -> None:
+    parsed = json.loads(format_rows(ROWS, "json"))
+    assert parsed[0] == {"group": "etl", "topic": "clicks", "partition": 0, "current_offset": 118,
+                         "log_start_offset": 0, "log_end_offset": 120, "lag": 2,
+                         "last_batch_time_ms": 1_764_000_005_000, "data_lost": 0,
+                         "last_batch_time": "2025-11-24T16:00:05.000Z"}
+    assert parsed[1]["last_batch_time"] == "-" and parsed[1]["data_lost"] == 15
+
+
+def test_csv_has_a_header_of_the_columns_and_one_line_per_partition() -> None:
+    table = list(csv.reader(io.StringIO(format_rows(ROWS, "csv"))))
+    assert table[0] == list(COLUMNS)
+    assert table[2] == ["etl", "clicks", "2", "10", "25", "40", "30", "-", "LOST 15"]
+    assert len(table) == 3
+
+
+def test_an_unknown_format_is_refused_naming_the_option() -> None:
+    with pytest.raises(ConfigurationError, match="--format"):
+        format_rows(ROWS, "xml")
+
+
+def test_the_parser_keeps_the_old_commands_and_reads_offsets_describe() -> None:
+    parser = build_parser()
+    args = parser.parse_args(["offsets", "describe", "--store", "sqlite:///o.db", "--group", "g",
+                              "--format", "csv", "--topic", "t"])
+    assert (args.command, args.action, args.store, args.group, args.format, args.topic, args.timeout) == (
+        "offsets", "describe", "sqlite:///o.db", "g", "csv", "t", 10.0)
+    assert parser.parse_args(["broker", "status"]).action == "status"
+    assert parser.parse_args(["demo"]).topic == "dstream-demo"
+
+
+def test_history_renders_batches_with_their_record_counts_as_a_table_and_as_json() -> None:
+    import datetime as dt
+
+    from dstream_kafka.offsets import OffsetRange
+    from dstream_kafka.offsets_admin import format_history
+    from dstream_kafka.stores.records import CommitRecord
+
+    at = dt.datetime(2026, 1, 2, 3, 4, 5, 6000, tzinfo=dt.timezone.utc)
+    records = [CommitRecord(2_000, (OffsetRange("t", 0, 5, 9),), at),
+               CommitRecord(1_000, (OffsetRange("t", 0, 0, 5), OffsetRange("t", 1, 0, 3)), at)]
+    lines = format_history(records).splitlines()
+    assert lines[0].split() == ["BATCH-TIME", "COMMITTED-AT", "RECORDS", "RANGES"]
+    assert lines[1].split() == ["1970-01-01T00:00:02.000Z", "2026-01-02T03:04:05.006Z", "4", "t-0:[5,9)"]
+    assert lines[2].split()[2:] == ["8", "t-0:[0,5)", "t-1:[0,3)"]
+    parsed = json.loads(format_history(records, "json"))
+    assert parsed[1]["records"] == 8 and parsed[1]["ranges"][1] == {
+        "topic": "t", "partition": 1, "fromOffset": 0, "untilOffset": 3}
+    with pytest.raises(ConfigurationError, match="--format"):
+        format_history(records, "csv")
