@@ -3,12 +3,14 @@
 Usage (from the repository root)::
 
     .venv/bin/python -m tests.crash.campaign --trials 50 \\
-        --stores sqlite,postgres,checkpoint,kafka,zookeeper --seed 1
+        --stores sqlite,postgres,checkpoint,kafka,zookeeper,hbase --seed 1
 
-It starts its own Kafka broker, PostgreSQL and ZooKeeper (127.0.0.1, temporary folders), runs
+It starts its own Kafka broker, PostgreSQL, ZooKeeper and HBase (only those the chosen stores
+need; 127.0.0.1, temporary folders), runs
 ``--trials`` trials per store (see :mod:`tests.crash.harness`), prints one line per trial as it
 ends and then the table: store, trials, kills, records, lost, duplicated, duplicates outside
-the last uncommitted batch, replays over other ranges, failed trials. The exit status is 1 when
+the last uncommitted batch, replays over other ranges, HBase result rows lost and duplicated
+(hbase only), failed trials. The exit status is 1 when
 any trial failed (a lost record, a duplicate of a transactional store, a duplicate outside the
 allowed replay, or a run that crashed on its own); their folders are kept for inspection.
 """
@@ -73,13 +75,18 @@ def start_services(stores: list[str]) -> tuple[Services, list]:
 
         services.zookeeper = ZooKeeperServer().start()
         started.append(services.zookeeper)
+    if "hbase" in stores:
+        from dstream_kafka.services.hbase import HBaseServer
+
+        services.hbase = HBaseServer().start(timeout=180.0)
+        started.append(services.hbase)
     return services, started
 
 
 def table(results: list[TrialResult], stores: list[str]) -> str:
     """The summary table, one row per store."""
     header = ("store", "trials", "kills", "records", "lost", "duplicated", "dup outside last batch",
-              "replay mismatch", "client hangs", "failed")
+              "replay mismatch", "rows lost", "rows duplicated", "client hangs", "failed")
     rows = [header]
     for store in stores:
         mine = [r for r in results if r.spec.store == store]
@@ -89,6 +96,8 @@ def table(results: list[TrialResult], stores: list[str]) -> str:
                      str(sum(r.duplicated for r in mine)),
                      str(sum(r.outside for r in mine)) if at_least_once else "-",
                      str(sum(r.replay_mismatch for r in mine)) if store == "checkpoint" else "-",
+                     str(sum(r.rows_lost for r in mine)) if store == "hbase" else "-",
+                     str(sum(r.rows_duplicated for r in mine)) if store == "hbase" else "-",
                      str(sum(r.client_hangs for r in mine)), str(sum(not r.ok for r in mine))))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))

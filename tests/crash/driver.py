@@ -14,9 +14,13 @@ every record, ``(partition, offset)``:
 * transactional stores (``sqlite``, ``postgres``): one row per record in the table
   ``effects_table``, inside ``stream.transaction(batch_time)``, so results and offsets commit
   together (exactly once);
-* the other stores (``checkpoint``, ``kafka``, ``zookeeper``): one JSON line per batch appended
-  to the file ``sink`` with ``os.write`` + ``fsync`` *before* the stream commits the offsets
-  (at least once).
+* the other stores (``checkpoint``, ``kafka``, ``zookeeper``, ``hbase``): one JSON line per batch
+  appended to the file ``sink`` with ``os.write`` + ``fsync`` *before* the stream commits the
+  offsets (at least once);
+* ``hbase`` also writes, before that line and before the offsets commit, one row per record to
+  the HBase table ``results_table`` under :func:`~dstream_kafka.stores.hbase.result_row_key`
+  (the store's documented pattern: a replayed batch overwrites its rows, so the table must end
+  with exactly one row per record, while the file shows the replays).
 
 Once ``end_file`` exists and every partition's committed offset reaches its end offset, the
 driver stops and exits 0. It prints ``READY``, ``OUTPUT <batch> <records>`` and ``COMMITTED
@@ -54,6 +58,9 @@ from typing import Any
 CRASH_POINTS = ("before-output", "mid-output", "after-output", "in-commit", "after-commit")
 
 TRANSACTIONAL = ("sqlite", "postgres")
+
+#: Column of a result row in the HBase ``results_table`` (family ``r``, one version).
+RESULT_COLUMN = b"r:v"
 
 
 def say(*words: Any) -> None:
@@ -147,6 +154,9 @@ def make_store(config: dict[str, Any]) -> Any:
         return OffsetStores.kafka({"bootstrap.servers": config["bootstrap"]})
     if kind == "zookeeper":
         return OffsetStores.zookeeper(config["zookeeper"])
+    if kind == "hbase":
+        return OffsetStores.hbase(config["hbase"]["host"], int(config["hbase"]["port"]),
+                                  table=config["hbase_table"])
     raise SystemExit(f"unknown store {kind!r}")
 
 
@@ -162,6 +172,27 @@ def create_effects_table(config: dict[str, Any]) -> None:
         conn.commit()
     finally:
         conn.close()
+
+
+def connect_hbase(config: dict[str, Any]) -> Any:
+    """A happybase connection to the HBase Thrift gateway of the ``hbase`` store."""
+    import happybase
+
+    return happybase.Connection(config["hbase"]["host"], int(config["hbase"]["port"]), timeout=60000)
+
+
+def open_hbase_results(config: dict[str, Any]) -> tuple[Any, Any]:
+    """The HBase results table of the ``hbase`` store (created by the first run), and its connection."""
+    conn = connect_hbase(config)
+    name = config["results_table"]
+    if name.encode() not in conn.tables():
+        conn.create_table(name, {"r": dict(max_versions=1)})
+    return conn, conn.table(name)
+
+
+def result_value(partition: int, offset: int) -> bytes:
+    """A result row's value: the record it came from (the same bytes on every replay)."""
+    return f"{partition}/{offset}".encode()
 
 
 def connect_results(config: dict[str, Any]) -> Any:
@@ -193,12 +224,15 @@ def main(argv: list[str]) -> int:
     from dstream_kafka.streaming import StreamingContext, datetime_to_ms
 
     sink = None
+    results: Any = None
     if transactional:
         create_effects_table(config)
     else:
         sink = FileSink(config["sink"])
         if sink.repaired:
             say("REPAIRED", sink.repaired)
+        if kind == "hbase":
+            _, results = open_hbase_results(config)
     store = make_store(config)
 
     conf = local_spark_conf("local[2]", f"crash-driver-{kind}", extra={
@@ -223,6 +257,18 @@ def main(argv: list[str]) -> int:
               + ("VALUES (?, ?, ?, ?)" if kind == "sqlite" else "VALUES (%s, %s, %s, %s)"))
     counter = {"batches": 0}
 
+    topic = config["topic"]
+
+    def put_results(records: list[tuple[int, int]]) -> None:
+        """The hbase store's results: one row per record, under a key derived from it."""
+        if results is None:
+            return
+        from dstream_kafka.stores.hbase import result_row_key
+
+        with results.batch() as rows:
+            for p, o in records:
+                rows.put(result_row_key(topic, p, o), {RESULT_COLUMN: result_value(p, o)})
+
     def output(batch_time: Any, rdd: Any) -> None:
         records = sorted(rdd.map(lambda r: (r.partition, r.offset)).collect())
         if not records:
@@ -240,8 +286,10 @@ def main(argv: list[str]) -> int:
         else:
             assert sink is not None
             ranges = [[r.partition, r.fromOffset, r.untilOffset] for r in rdd.offsetRanges()]
+            put_results(records[:half])
             sink.write(incarnation, ms, ranges, [list(x) for x in records[:half]])
             hook.reached("mid-output", k)
+            put_results(records[half:])
             sink.write(incarnation, ms, ranges, [list(x) for x in records[half:]])
         hook.reached("after-output", k)
         say("OUTPUT", ms, len(records))

@@ -19,6 +19,20 @@ A trial of store ``S`` with seed ``s``:
    uncommitted batch (``replay_mismatch`` otherwise). The store's final offsets must be the end
    offsets of the topic.
 
+Which rule counts which store:
+
+* ``sqlite``, ``postgres`` (transactional): the results table, exactly once (``lost`` and
+  ``duplicated`` must be 0);
+* ``checkpoint``, ``kafka``, ``zookeeper``: the effects file, at least once (``lost`` and
+  ``outside`` must be 0; ``duplicated`` counts the allowed replays);
+* ``hbase``: both. Its results are rows of an HBase table keyed by the record
+  (:func:`~dstream_kafka.stores.hbase.result_row_key`), written before the offsets commit, so a
+  replay overwrites them: the *exactly-once* rule applies to those rows (``rows_lost`` and
+  ``rows_duplicated`` must be 0, every row's key is the one its value's record derives, no row
+  of a record never produced). Its effects outside HBase (the effects file) get no more than any
+  other non-transactional store, so the *at-least-once* rule applies to them (``lost`` and
+  ``outside`` must be 0, replays of the last uncommitted batch are allowed).
+
 A run that exits in any other way than its kill or a clean finish is an error of the trial.
 """
 
@@ -46,7 +60,7 @@ __all__ = ["STORES", "Services", "TrialResult", "TrialSpec", "run_trial"]
 DRIVER = Path(__file__).resolve().with_name("driver.py")
 
 #: Every store the crash tests cover, in report order.
-STORES = ("sqlite", "postgres", "checkpoint", "kafka", "zookeeper")
+STORES = ("sqlite", "postgres", "checkpoint", "kafka", "zookeeper", "hbase")
 
 #: Crash points the driver's hook offers per store (``in-commit`` exists for the checkpoint only).
 POINTS = {
@@ -55,6 +69,7 @@ POINTS = {
     "checkpoint": ("before-output", "mid-output", "after-output", "in-commit", "after-commit"),
     "kafka": ("before-output", "mid-output", "after-output", "after-commit"),
     "zookeeper": ("before-output", "mid-output", "after-output", "after-commit"),
+    "hbase": ("before-output", "mid-output", "after-output", "after-commit"),
 }
 
 RUN_TIMEOUT = 150.0   # one driver run: JVM start, group join, the batches
@@ -71,11 +86,12 @@ GROUP_EXIT_TIMEOUT = 20.0
 
 @dataclass
 class Services:
-    """The running services a trial uses (PostgreSQL and ZooKeeper only for their stores)."""
+    """The running services a trial uses (PostgreSQL, ZooKeeper and HBase only for their stores)."""
 
     kafka: Any
     postgres: Any = None
     zookeeper: Any = None
+    hbase: Any = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +143,9 @@ class TrialResult:
     duplicated: int = 0
     outside: int = 0
     replay_mismatch: int = 0
+    #: hbase only: records without a row in the HBase results table, rows beyond one per record.
+    rows_lost: int = 0
+    rows_duplicated: int = 0
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
     workdir: str = ""
@@ -146,6 +165,7 @@ class TrialResult:
         """True when the store kept its promise and nothing went wrong."""
         exactly_once = self.spec.store in TRANSACTIONAL
         return (not self.errors and self.lost == 0 and self.outside == 0 and self.replay_mismatch == 0
+                and self.rows_lost == 0 and self.rows_duplicated == 0
                 and (self.duplicated == 0 or not exactly_once))
 
     def describe(self) -> str:
@@ -154,7 +174,9 @@ class TrialResult:
                          f"{_s(r.first_output_s)}/{r.seconds:.0f}s)" for r in self.runs)
         text = (f"{self.spec.store} seed={self.spec.seed} kills={self.kills} lost={self.lost} "
                 f"dup={self.duplicated} outside={self.outside} mismatch={self.replay_mismatch} "
-                f"{self.seconds:.1f}s [{runs}]")
+                + (f"rows_lost={self.rows_lost} rows_dup={self.rows_duplicated} "
+                   if self.spec.store == "hbase" else "")
+                + f"{self.seconds:.1f}s [{runs}]")
         if self.errors:
             text += " ERRORS: " + " | ".join(self.errors)
         return text
@@ -339,6 +361,10 @@ def _config(spec: TrialSpec, services: Services, workdir: Path, topic: str, grou
         config["postgres"] = services.postgres.dsn_params()
     if spec.store == "zookeeper":
         config["zookeeper"] = services.zookeeper.hosts
+    if spec.store == "hbase":
+        config["hbase"] = {"host": services.hbase.host, "port": services.hbase.thrift_port}
+        config["hbase_table"] = f"crash_{token}_offsets"
+        config["results_table"] = f"crash_{token}_results"
     return config
 
 
@@ -431,6 +457,8 @@ def run_trial(services: Services, spec: TrialSpec, workdir: Path) -> TrialResult
             _check_exactly_once(result, config, end)
         else:
             _check_at_least_once(result, config, end)
+        if spec.store == "hbase":
+            _check_hbase_results(result, config, end)
         _check_final_offsets(result, config, services, end)
     except Exception as exc:  # a broken sink or store is a finding, reported with the others
         result.errors.append(f"checking failed: {type(exc).__name__}: {exc}")
@@ -531,6 +559,38 @@ def _replay_mismatches(lines: list[dict[str, Any]], killed: set[int], last_batch
         if rerun != ranges_of[(inc, batch)]:
             mismatches += 1
     return mismatches
+
+
+def _check_hbase_results(result: TrialResult, config: dict[str, Any], end: dict[int, int]) -> None:
+    """hbase: every record has exactly one row in the HBase results table, under its own key."""
+    import tests.crash.driver as driver
+    from dstream_kafka.stores.hbase import result_row_key
+
+    conn = driver.connect_hbase(config)
+    try:
+        rows = list(conn.table(config["results_table"]).scan()) \
+            if config["results_table"].encode() in conn.tables() else []
+    finally:
+        conn.close()
+    counts: collections.Counter[tuple[int, int]] = collections.Counter()
+    misplaced = []
+    for key, columns in rows:
+        p, _, o = columns.get(driver.RESULT_COLUMN, b"/").decode().partition("/")
+        if not (p.isdigit() and o.isdigit()):
+            misplaced.append(key)
+            continue
+        record = (int(p), int(o))
+        counts[record] += 1
+        if key != result_row_key(config["topic"], *record):
+            misplaced.append(key)
+    expected = _expected(end)
+    result.rows_lost = len(expected - set(counts))
+    result.rows_duplicated = sum(n - 1 for n in counts.values() if n > 1)
+    if misplaced:
+        result.errors.append(f"{len(misplaced)} result rows not under their record's key, e.g. {misplaced[:3]}")
+    stray = set(counts) - expected
+    if stray:
+        result.errors.append(f"{len(stray)} result rows of records never produced, e.g. {sorted(stray)[:3]}")
 
 
 def _check_final_offsets(result: TrialResult, config: dict[str, Any], services: Services,

@@ -2,7 +2,7 @@
 
 Each trial (:mod:`tests.crash.harness`) runs :mod:`tests.crash.driver` as its own process (own
 SparkContext, JVM and Python workers, killed together as one process group) against the
-session's real broker, PostgreSQL and ZooKeeper while records keep arriving, kills it twice,
+session's real broker, PostgreSQL, ZooKeeper and HBase while records keep arriving, kills it twice,
 restarts it and finally lets it finish. CI runs one trial per store: its first kill hits the
 store's worst window on purpose (the driver's test-only ``CRASH_AT`` hook), its second is drawn
 from a fixed seed. A driver start costs 5-10 s on two cores, so the many seeded random trials
@@ -30,11 +30,12 @@ SEED = "ci-1"
 
 @pytest.fixture
 def services(request: pytest.FixtureRequest, kafka: Any) -> Services:
-    """The session's services; PostgreSQL and ZooKeeper start only for their own stores."""
+    """The session's services; PostgreSQL, ZooKeeper and HBase start only for their own stores."""
     store = request.node.callspec.params.get("store") if hasattr(request.node, "callspec") else None
     return Services(kafka,
                     postgres=request.getfixturevalue("postgres") if store == "postgres" else None,
-                    zookeeper=request.getfixturevalue("zookeeper") if store == "zookeeper" else None)
+                    zookeeper=request.getfixturevalue("zookeeper") if store == "zookeeper" else None,
+                    hbase=request.getfixturevalue("hbase") if store == "hbase" else None)
 
 
 @pytest.mark.parametrize("store, worst", [
@@ -62,6 +63,20 @@ def test_at_least_once_stores_lose_nothing_and_replay_only_the_uncommitted_batch
     assert result.kills >= 1 and not result.errors, result.describe()
     assert (result.lost, result.outside) == (0, 0), result.describe()
     assert result.duplicated > 0, result.describe()  # the worst kill really hit its window
+
+
+@pytest.mark.parametrize("store", ["hbase"])
+def test_the_hbase_store_keeps_one_result_row_per_record_and_replays_only_the_uncommitted_batch(
+        store: str, services: Services, tmp_path: Path) -> None:
+    """The first kill comes after a batch's results are in HBase and its line is in the effects
+    file, before its offsets commit. The replay overwrites the rows (keyed by the record), so the
+    HBase results table ends with exactly one row per record; the effects file outside HBase is
+    at-least-once: nothing lost, duplicates only from the one uncommitted batch."""
+    result = run_trial(services, TrialSpec(store, SEED, plans=("after-output:1", "random")), tmp_path / "trial")
+    assert result.kills >= 1 and not result.errors, result.describe()
+    assert (result.rows_lost, result.rows_duplicated) == (0, 0), result.describe()
+    assert (result.lost, result.outside) == (0, 0), result.describe()
+    assert result.duplicated > 0, result.describe()  # the worst kill really hit its window: a replay
 
 
 def test_the_checkpoint_store_reruns_exactly_the_batch_that_was_output_when_the_driver_died(
