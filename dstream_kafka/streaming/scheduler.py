@@ -53,6 +53,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: How long a stop waits for the scheduler beyond the graceful timeout (a non-graceful stop
+#: waits this long for the running output operation, as Spark's job executor waits a
+#: bounded time before it gives up on its threads).
+STOP_WAIT_SECONDS = 30.0
+
 
 # ---------------------------------------------------------------------------------------
 # Batches and the loop
@@ -142,6 +147,7 @@ class JobScheduler:
         self._events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._jobs: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
         self._interrupt = threading.Event()
+        self._abandoned = threading.Event()
         self._scheduler_thread: threading.Thread | None = None
         self._job_threads: list[threading.Thread] = []
         self._concurrent_jobs = max(1, concurrent_jobs)
@@ -172,13 +178,27 @@ class JobScheduler:
         Graceful: every batch generated so far is processed and completed (up to the
         graceful timeout). Otherwise queued batches are dropped and the running batch
         starts no further output operation; an unfinished batch gets no completion hook.
+        The wait is bounded (the graceful timeout plus :data:`STOP_WAIT_SECONDS`): a batch
+        still running then is left to its daemon threads and never completed.
         """
         self._events.put(("stop", graceful))
         if not graceful:
             self._interrupt.set()
         thread = self._scheduler_thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+        if thread is None or thread is threading.current_thread():
+            return
+        bound = STOP_WAIT_SECONDS + (self._graceful_timeout_ms / 1000.0 if graceful else 0.0)
+        thread.join(bound)
+        if thread.is_alive():
+            # A Python thread cannot be interrupted: leave it (a daemon) and make sure that
+            # whatever it finishes later is never completed, so nothing is committed after
+            # the stop returned.
+            self._abandoned.set()
+            log.warning(
+                "The streaming scheduler did not stop within %.0f s: a batch is still being "
+                "generated or an output operation is still running (a stuck Spark job or "
+                "Kafka call). The stop goes on without it; that batch is not completed and "
+                "its offsets are not committed. Cancel stuck jobs in the Spark UI.", bound)
 
     # -- scheduler thread --------------------------------------------------------------
 
@@ -266,7 +286,7 @@ class JobScheduler:
 
     def _finish(self, batch: _Batch) -> bool:
         """Complete or fail a processed batch; return False when the scheduler must stop."""
-        if batch.aborted:
+        if batch.aborted or self._abandoned.is_set():
             return True  # stopped non-gracefully mid-batch: nothing is committed
         if batch.error is None:
             info = batch.info()
