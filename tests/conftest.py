@@ -43,10 +43,15 @@ def kafka() -> Iterator[KafkaCluster]:
 
 @pytest.fixture(scope="session")
 def kafka3() -> Iterator[KafkaCluster]:
-    """A three-broker Kafka cluster for failure tests (started only when a test asks)."""
+    """Three brokers (replication 3, min.insync.replicas 2) for failure tests, started on demand."""
     from dstream_kafka.services.kafka import KafkaCluster
 
-    cluster = KafkaCluster(brokers=3, heap="384m")
+    # A killed broker is fenced (its partitions get new leaders) after the controller misses
+    # its heartbeats for broker.session.timeout.ms: 9 s by default, which the executors' poll
+    # timeout (120 s by default, 10 s in this suite) rides out; 3 s keeps the tests short.
+    cluster = KafkaCluster(brokers=3, heap="384m", broker_config={
+        "min.insync.replicas": 2, "broker.session.timeout.ms": 3000,
+        "broker.heartbeat.interval.ms": 500})
     cluster.start()
     yield cluster
     cluster.stop()

@@ -201,6 +201,9 @@ class KafkaCluster:
         wait_until(lambda: port_open(node.port), timeout, f"Kafka node {node_id} to listen",
                    alive=node.process.death_note if node.process else None)
         self._wait_ready(timeout)
+        # The cached admin client may still hold the cluster view (and controller) from before
+        # the node came back, and name a broker its metadata no longer lists.
+        self._close_clients()
 
     def _node(self, node_id: int) -> _Node:
         for node in self._nodes:

@@ -1,0 +1,253 @@
+"""Kafka faults under a running stream, on a three-broker KRaft cluster.
+
+The ``kafka3`` cluster has replication factor 3 and ``min.insync.replicas=2``; the producer
+sends with ``acks=all``. Each test runs a direct stream with the SQLite store whose output
+writes every record's ``(partition, offset, value)`` into the store's transaction, so the
+results table is exactly what was committed. A test passes when, for every partition, the
+table holds each offset of ``[0, log end)`` exactly once (nothing lost, nothing doubled) and
+every value the producer had acknowledged is in it.
+
+Every test leaves all three brokers running (the cluster is shared by the session).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetStores
+from dstream_kafka.services.kafka import KafkaCluster
+from dstream_kafka.streaming import StreamingContext
+
+from support import STRING_DESERIALIZER, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.cluster]
+
+PARTITIONS = 4
+BATCH = 0.5  # seconds
+
+
+class AckedProducer:
+    """Sends numbered values with ``acks=all`` from a thread until stopped; keeps the acked ones."""
+
+    def __init__(self, cluster: KafkaCluster, topic: str, per_second: int = 200) -> None:
+        from kafka import KafkaProducer
+
+        self._producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all",
+                                       retries=2**31 - 1, request_timeout_ms=15000,
+                                       max_block_ms=120000, linger_ms=5)
+        self._topic = topic
+        self._pause = 1.0 / per_second
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.acked: set[str] = set()
+        self.failed = 0
+        self._thread = threading.Thread(target=self._run, name="acked-producer", daemon=True)
+
+    def start(self) -> "AckedProducer":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        number = 0
+        while not self._stop.is_set():
+            value = str(number)
+            number += 1
+            future = self._producer.send(self._topic, value=value.encode())
+            future.add_callback(lambda _meta, v=value: self._ack(v))
+            future.add_errback(lambda _error: self._fail())
+            time.sleep(self._pause)
+
+    def _ack(self, value: str) -> None:
+        with self._lock:
+            self.acked.add(value)
+
+    def _fail(self) -> None:
+        with self._lock:
+            self.failed += 1
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self.acked)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        self._producer.flush(timeout=120)
+        self._producer.close(timeout=30)
+
+
+class RecordingStream:
+    """A direct stream with the SQLite store that commits each record into ``seen``."""
+
+    def __init__(self, ssc: StreamingContext, cluster: KafkaCluster, topic: str, group: str,
+                 db: Path, location: Any = LocationStrategies.PreferConsistent) -> None:
+        with sqlite3.connect(db) as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS seen "
+                         "(part INTEGER NOT NULL, off INTEGER NOT NULL, value TEXT NOT NULL)")
+        conn.close()
+        self.db = db
+        self.group = group
+        self.store = OffsetStores.sqlite(str(db))
+        params = {"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                  "auto.offset.reset": "earliest", "value.deserializer": STRING_DESERIALIZER}
+        self.stream = KafkaUtils.createDirectStream(
+            ssc, location, ConsumerStrategies.Subscribe([topic], params),
+            offsetStore=self.store)
+        self.batches_with_records = 0
+        self.stream.foreachRDD(self._save)
+
+    def _save(self, batch_time: Any, rdd: Any) -> None:
+        rows = rdd.map(lambda r: (r.partition, r.offset, r.value)).collect()
+        with self.stream.transaction(batch_time) as tx:
+            tx.executemany("INSERT INTO seen VALUES (?, ?, ?)", rows)
+        if rows:
+            self.batches_with_records += 1
+
+    def committed(self) -> dict[int, int]:
+        return {tp.partition: offset for tp, offset in self.store.load(self.group).items()}
+
+    def rows(self) -> list[tuple[int, int, str]]:
+        with sqlite3.connect(self.db) as conn:
+            return [tuple(row) for row in conn.execute("SELECT part, off, value FROM seen")]
+
+
+def leader_of(cluster: KafkaCluster, topic: str, partition: int) -> int:
+    """The node id leading ``topic``/``partition`` now (-1 while there is none)."""
+    for described in cluster.admin().describe_topics([topic]):
+        for part in described.get("partitions", []):
+            if part["partition_index"] == partition:
+                return int(part.get("leader_id", -1))
+    return -1
+
+
+def start_all(cluster: KafkaCluster) -> None:
+    """Start every stopped node at once: a KRaft quorum needs two voters up to elect anyone."""
+    errors: list[BaseException] = []
+
+    def start(node_id: int) -> None:
+        try:
+            cluster.start_broker(node_id, timeout=180)
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=start, args=(n,)) for n in cluster.node_ids]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+
+
+@pytest.fixture
+def cluster(kafka3: KafkaCluster) -> Iterator[KafkaCluster]:
+    """The shared three-broker cluster, every node running again after the test."""
+    yield kafka3
+    start_all(kafka3)
+
+
+@pytest.fixture
+def topic(cluster: KafkaCluster, unique: Callable[[str], str]) -> str:
+    name = unique("faults")
+    cluster.create_topic(name, partitions=PARTITIONS, replication_factor=3)
+    return name
+
+
+def finish_and_check(cluster: KafkaCluster, producer: AckedProducer,
+                     recording: RecordingStream, ssc: StreamingContext, topic: str,
+                     acked_before: frozenset[str] = frozenset()) -> None:
+    """Stop producing, wait for the stream to commit the log ends, check exactly once."""
+    producer.stop()
+    ends = cluster.end_offsets(topic)
+    assert sum(ends.values()) >= producer.count() > 0
+    wait_until(lambda: recording.committed() == ends,
+               f"the stream to commit the log end offsets {ends}", timeout=180, interval=0.2)
+    ssc.stop(stopSparkContext=False, stopGraceFully=True)
+    rows = recording.rows()
+    per_offset = Counter((part, off) for part, off, _ in rows)
+    doubled = {key: n for key, n in per_offset.items() if n > 1}
+    assert not doubled, f"records committed more than once: {sorted(doubled)[:10]}"
+    for part, end in ends.items():
+        have = {off for p, off in per_offset if p == part}
+        assert have == set(range(end)), f"partition {part}: missing {sorted(set(range(end)) - have)[:10]}"
+    assert producer.acked | acked_before <= {value for _, _, value in rows}
+
+
+def test_a_stream_keeps_going_when_partition_leaders_stop_and_come_back(
+        cluster: KafkaCluster, topic: str, make_ssc: Callable[..., StreamingContext],
+        unique: Callable[[str], str], tmp_path: Path) -> None:
+    """Killing the leader of partition 0 mid-stream, then starting it again, loses and
+    doubles nothing; PreferBrokers plans every batch through the leader elections."""
+    ssc = make_ssc(BATCH)
+    recording = RecordingStream(ssc, cluster, topic, unique("g"), tmp_path / "leaders.db",
+                                LocationStrategies.PreferBrokers)
+    producer = AckedProducer(cluster, topic).start()
+    ssc.start()
+    wait_until(lambda: recording.batches_with_records >= 2, "two batches with records")
+    leader = leader_of(cluster, topic, 0)
+    assert leader in cluster.node_ids
+    cluster.stop_broker(leader, kill=True)
+    wait_until(lambda: leader_of(cluster, topic, 0) not in (-1, leader),
+               "a new leader of partition 0", timeout=60, interval=0.5)
+    seen = recording.batches_with_records
+    wait_until(lambda: recording.batches_with_records >= seen + 3,
+               "three more batches with records after the election", timeout=120)
+    cluster.start_broker(leader, timeout=180)
+    seen = recording.batches_with_records
+    wait_until(lambda: recording.batches_with_records >= seen + 3,
+               "three more batches with records after the old leader returned", timeout=120)
+    assert ssc.getState() == "ACTIVE"
+    finish_and_check(cluster, producer, recording, ssc, topic)
+
+
+def test_a_stream_keeps_going_after_one_broker_stops_for_good(
+        cluster: KafkaCluster, topic: str, make_ssc: Callable[..., StreamingContext],
+        unique: Callable[[str], str], tmp_path: Path) -> None:
+    """With one of three brokers gone for the rest of the run, acks=all still succeeds
+    (two in-sync replicas) and the stream reads and commits every record exactly once."""
+    ssc = make_ssc(BATCH)
+    recording = RecordingStream(ssc, cluster, topic, unique("g"), tmp_path / "one-down.db")
+    producer = AckedProducer(cluster, topic).start()
+    ssc.start()
+    wait_until(lambda: recording.batches_with_records >= 2, "two batches with records")
+    gone = leader_of(cluster, topic, 1)
+    cluster.stop_broker(gone)
+    seen = recording.batches_with_records
+    wait_until(lambda: recording.batches_with_records >= seen + 5,
+               "five more batches with records with a broker gone", timeout=120)
+    finish_and_check(cluster, producer, recording, ssc, topic)
+
+
+def test_a_stream_rides_out_a_30_second_outage_of_the_whole_cluster_within_its_bounds(
+        cluster: KafkaCluster, topic: str, make_ssc: Callable[..., StreamingContext],
+        unique: Callable[[str], str], tmp_path: Path, sc: Any) -> None:
+    """Every broker down for 30 s: the running stream waits in its latest-offset look-up
+    (bounded by (maxRetries + 1) x lookupTimeout, here 4 x 30 s) and, once the brokers are
+    back, reads on from where it was, with nothing lost or doubled."""
+    sc._conf.set("spark.streaming.kafka.maxRetries", "3")
+    try:
+        ssc = make_ssc(BATCH)
+        recording = RecordingStream(ssc, cluster, topic, unique("g"), tmp_path / "outage.db")
+    finally:
+        sc._conf.set("spark.streaming.kafka.maxRetries", "1")
+    producer = AckedProducer(cluster, topic).start()
+    ssc.start()
+    wait_until(lambda: recording.batches_with_records >= 2, "two batches with records")
+    producer.stop()  # no producer can write through a dead cluster; acked values are kept
+    acked_before = frozenset(producer.acked)
+    for node_id in cluster.node_ids:
+        cluster.stop_broker(node_id)
+    time.sleep(30)
+    start_all(cluster)
+    producer = AckedProducer(cluster, topic).start()
+    seen = recording.batches_with_records
+    wait_until(lambda: recording.batches_with_records >= seen + 3,
+               "three batches with records after the outage", timeout=180)
+    assert ssc.getState() == "ACTIVE"
+    finish_and_check(cluster, producer, recording, ssc, topic, acked_before)
