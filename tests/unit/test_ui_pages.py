@@ -211,3 +211,46 @@ def test_a_port_in_use_fails_the_start_naming_the_key() -> None:
             second.start()
     finally:
         first.stop()
+
+
+def _progress(t: int, records: int) -> BatchProgress:
+    return BatchProgress(t, RANGES, records, float(records), 100.0, 5, 150,
+                         {TopicPartition("clicks", 0): 3})
+
+
+def test_the_demo_display_prints_plain_lines_when_output_is_not_a_terminal() -> None:
+    import io
+
+    from rich.console import Console
+
+    from dstream_kafka.ui.terminal import PlainDisplay, create_display
+
+    out = io.StringIO()
+    with create_display("clicks", lambda: "kafka 3", Console(file=out, width=200)) as display:
+        assert isinstance(display, PlainDisplay)
+        display.batch(_progress(T0, 15))
+        display.batch(_progress(T0 + 1000, 4))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and all("\x1b" not in line for line in lines)
+    assert re.fullmatch(r"batch \d\d:\d\d:\d\d  records     15  partitions 2  processing   150 ms"
+                        r"  scheduling    5 ms  behind     3  \| totals: kafka 3", lines[0])
+    assert display.processed == 19
+
+
+def test_the_demo_display_is_live_on_a_terminal_and_lists_the_newest_batch_first() -> None:
+    import io
+
+    from rich.console import Console
+
+    from dstream_kafka.ui.terminal import LiveDisplay, create_display
+
+    out = io.StringIO()
+    console = Console(file=out, width=160, force_terminal=True, color_system=None)
+    display = create_display("clicks", lambda: "kafka 3", console)
+    assert isinstance(display, LiveDisplay)
+    display.batch(_progress(T0, 15))
+    display.batch(_progress(T0 + 1000, 4))
+    display.close()
+    last_view = out.getvalue().rsplit("dstream-kafka demo", 1)[1]
+    rows = re.findall(r"(\d\d:\d\d:\d\d) │\s+(\d+)", last_view)
+    assert [n for _, n in rows] == ["4", "15"] and "p0:[10,25)" in last_view
