@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-
 class StreamingContext:
     """Main entry point of a streaming application on an existing SparkContext.
 
@@ -92,7 +91,6 @@ class StreamingContext:
         #: ``spark.streaming.concurrentJobs``: batches whose output operations run at once.
         self._concurrent_jobs = conf.concurrent_jobs
         from dstream_kafka.ui import StreamingPage  # here: dstream_kafka.ui imports .listener
-
         #: The Streaming page (``spark.streaming.kafka.ui.port``), served while this runs.
         self._page = StreamingPage.create(sparkContext, self._batch_ms, conf.conf)
 

@@ -20,6 +20,7 @@ from support import wait_until
 
 BATCH = 0.5
 CHROMIUM = shutil.which("chromium")
+SECRET = "streaming-page-secret-5f1c"
 
 
 @pytest.fixture
@@ -77,7 +78,9 @@ def test_the_streaming_page_shows_the_running_streams_batches_offset_ranges_and_
     kafka.send_messages(topic, {chr(ord("a") + i): 5 for i in range(8)})  # 40 records
     context = make_ssc(BATCH)
     params = {"bootstrap.servers": kafka.bootstrap_servers, "group.id": unique("g"),
-              "auto.offset.reset": "earliest", "enable.auto.commit": False}
+              "auto.offset.reset": "earliest", "enable.auto.commit": False,
+              # unused by a PLAINTEXT broker; here to show that no secret reaches the page
+              "sasl.plain.password": SECRET}
     stream = KafkaUtils.createDirectStream(context, LocationStrategies.PreferConsistent,
                                            ConsumerStrategies.Subscribe([topic], params))
     seen: dict[int, list[Any]] = {}
@@ -97,12 +100,16 @@ def test_the_streaming_page_shows_the_running_streams_batches_offset_ranges_and_
                            for t in times), what="the page to hear of the batches")
 
     dom = _Dom()
-    dom.feed(_chromium("--dump-dom", page.url))
+    text = _chromium("--dump-dom", page.url)
+    dom.feed(text)
     png = tmp_path / "page.png"
     _chromium(f"--screenshot={png}", "--window-size=1300,1800", page.url)
     with urllib.request.urlopen(page.url + "metrics", timeout=10) as reply:
         metrics_text = reply.read().decode()
+    with urllib.request.urlopen(page.url + f"batch?id={times[-1]}", timeout=10) as reply:
+        batch_html = reply.read().decode()
     context.stop(stopSparkContext=False, stopGraceFully=False)
+    assert SECRET not in text + metrics_text + batch_html
 
     for chart in ("input-rate", "scheduling-delay", "processing-time", "total-delay"):
         points = {int(a["data-batch-time"]) for a in dom.within(f"{chart}-timeline", "circle")}
