@@ -41,7 +41,7 @@ class Pane:
     def keys(self, *keys: str) -> None:
         subprocess.run([*self._tmux, "send-keys", "-t", "demo", *keys], check=True)
 
-    def wait_for(self, check: Callable[[str], bool], what: str, timeout: float = 90) -> str:
+    def wait_for(self, check: Callable[[str], bool], what: str, timeout: float = 240) -> str:
         deadline = time.monotonic() + timeout
         while True:
             screen = self.screen()
