@@ -18,6 +18,9 @@ from dstream_kafka.errors import ConfigurationError
 __all__ = [
     "METRICS_PROMETHEUS_PORT",
     "PROGRESS_JSON_PATH",
+    "UI_HOST",
+    "UI_PORT",
+    "UI_RETAINED_BATCHES",
     "ALLOW_NON_CONSECUTIVE_OFFSETS",
     "ASSIGNMENT_TIMEOUT",
     "BACKPRESSURE_ENABLED",
@@ -95,6 +98,11 @@ CONSUMER_BACKENDS = ("kafka-python", "confluent-kafka")
 PROGRESS_JSON_PATH = "spark.streaming.kafka.progress.jsonPath"
 #: Port of the Prometheus /metrics endpoint on 127.0.0.1 (unset: off; 0: a free port).
 METRICS_PROMETHEUS_PORT = "spark.streaming.kafka.metrics.prometheus.port"
+# The Streaming page (dstream_kafka.ui): port (unset: off; 0: a free port), bind address, and
+# completed batches kept (Spark's spark.streaming.ui.retainedBatches).
+UI_PORT = "spark.streaming.kafka.ui.port"
+UI_HOST = "spark.streaming.kafka.ui.host"
+UI_RETAINED_BATCHES = "spark.streaming.kafka.ui.retainedBatches"
 
 #: Default of every key, in Spark's string form. ``CONSUMER_POLL_MS`` has none: when it is
 #: unset the poll timeout is ``spark.network.timeout`` in whole seconds times 1000.
@@ -126,6 +134,9 @@ DEFAULTS: Mapping[str, str | None] = {
     CONSUMER_BACKEND: "kafka-python",
     PROGRESS_JSON_PATH: None,  # unset: no progress file
     METRICS_PROMETHEUS_PORT: None,  # unset: no metrics endpoint
+    UI_PORT: None,  # unset: no Streaming page
+    UI_HOST: "127.0.0.1",
+    UI_RETAINED_BATCHES: "1000",
 }
 
 # Spark's JavaUtils.timeSuffixes, as multiples of one microsecond.

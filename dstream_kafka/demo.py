@@ -2,9 +2,11 @@
 
 With no arguments it starts a local broker (data kept in the cache folder), produces a steady
 stream of synthetic sentences, and runs a direct stream on ``local[2]`` Spark whose per-batch
-word counts and offsets are written to SQLite **in one transaction**. Each batch prints one
-progress line. Ctrl-C (or ``--duration``) stops gracefully: the running batch finishes and
-commits. A second run resumes from the committed offsets and keeps adding to the same totals.
+word counts and offsets are written to SQLite **in one transaction**. On a terminal a live view
+(rich) is redrawn in place; piped, each batch prints one progress line. The Streaming page runs
+on a free loopback port. Ctrl-C (or ``--duration``) stops gracefully: the running batch
+finishes and commits. A second run resumes from the committed offsets and keeps adding to the
+same totals.
 """
 
 from __future__ import annotations
@@ -122,6 +124,8 @@ def run_demo(args: argparse.Namespace) -> int:
     from dstream_kafka.services.kafka import KafkaCluster
     from dstream_kafka.services.spark import local_spark_conf
     from dstream_kafka.streaming import StreamingContext
+    from dstream_kafka.ui import active_page
+    from dstream_kafka.ui.terminal import create_display
 
     folder = demo_dir()
     cluster = None
@@ -139,7 +143,9 @@ def run_demo(args: argparse.Namespace) -> int:
     try:
         _ensure_topic(bootstrap, args.topic)
         producer.start()
-        sc = SparkContext.getOrCreate(local_spark_conf("local[2]", "dstream_kafka-demo"))
+        # The Streaming page on a free loopback port: the demo shows what a user can turn on.
+        sc = SparkContext.getOrCreate(local_spark_conf("local[2]", "dstream_kafka-demo", extra={
+            "spark.streaming.kafka.ui.port": "0"}))
         sc.setLogLevel("ERROR")
         ssc = StreamingContext(sc, args.batch_seconds)
         params = {"bootstrap.servers": bootstrap, "group.id": args.group,
@@ -162,24 +168,18 @@ def run_demo(args: argparse.Namespace) -> int:
                                "DO UPDATE SET total = total + excluded.total", rows)
 
         counts.foreachRDD(save)
-        processed = [0]
-
-        def show(progress: Any) -> None:
-            processed[0] += progress.numRecords
-            behind = sum(progress.offsetsBehindLatest.values())
-            print(f"batch {time.strftime('%H:%M:%S', time.localtime(progress.batchTime / 1000))}"
-                  f"  records {progress.numRecords:6d}  partitions {len(progress.ranges)}"
-                  f"  processing {progress.processingDelay or 0:5d} ms"
-                  f"  scheduling {progress.schedulingDelay or 0:4d} ms  behind {behind:5d}"
-                  f"  | totals: {_top_words(db)}", flush=True)
-
-        stream.addProgressListener(show)
         stored = store.load(args.group, [args.topic])
         where = ("from the committed offsets " + ", ".join(
             f"p{tp.partition}@{off}" for tp, off in sorted(stored.items()))) if stored else "from the beginning"
-        print(f"Reading {args.topic} at {bootstrap} {where}; offsets and counts in {db}.")
-        print("Press Ctrl-C to stop gracefully; run the demo again to resume.", flush=True)
+        display = create_display(f"{args.topic} at {bootstrap} -> {db.name}",
+                                 lambda: _top_words(db))
+        stream.addProgressListener(display.batch)
+        display.message(f"Reading {args.topic} at {bootstrap} {where}; offsets and counts in {db}.")
+        display.message("Press Ctrl-C to stop gracefully; run the demo again to resume.")
         ssc.start()
+        page = active_page()
+        if page is not None:
+            display.message(f"Streaming page: {page.url}")
         stop_requested = threading.Event()
         previous = signal.signal(signal.SIGINT, lambda *_: stop_requested.set())
         deadline = time.monotonic() + args.duration if args.duration else None
@@ -189,11 +189,12 @@ def run_demo(args: argparse.Namespace) -> int:
                     break
         finally:
             signal.signal(signal.SIGINT, previous)
-        print("Stopping gracefully (finishing the running batch) ...", flush=True)
+        display.message("Stopping gracefully (finishing the running batch) ...")
         producer.stop_event.set()
         ssc.stop(stopSparkContext=False, stopGraceFully=True)
+        display.close()
         final = OffsetStores.sqlite(db).load(args.group, [args.topic])
-        print(f"Processed {processed[0]} records this run; committed offsets: "
+        print(f"Processed {display.processed} records this run; committed offsets: "
               + ", ".join(f"p{tp.partition}={off}" for tp, off in sorted(final.items())))
         print(f"Totals: {_top_words(db, len(WORDS))}")
         return 0

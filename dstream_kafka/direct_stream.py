@@ -194,7 +194,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
 
             self.offsetStore = CheckpointOffsetStore(f"{layout.root.rstrip('/')}/sources/{self.id}",
                                                      spark_context=self._sc)
-        self._progress.start(self._conf.conf, str(self), f"{self._store_group}/{self.id}", self.id)
+        self._progress.start(self._conf.conf, str(self), f"{self._store_group}/{self.id}", self.id,
+                             store=self.offsetStore, group=self._store_group)
         self._positions.on_data_loss = lambda: count_data_loss(self.id)
         try:
             stored = self._positions.load(self.offsetStore)

@@ -30,6 +30,8 @@ from dstream_kafka._spark_internals import (
 from dstream_kafka.backends import DEFAULT_BACKEND, check_backend
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.consumer_cache import CacheKey, CacheSettings, acquire
+from dstream_kafka.internal_consumer import counters_snapshot
+from dstream_kafka.metrics import cache_accumulator, report_cache_counters
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.kafka_params import params_fingerprint
 from dstream_kafka.offsets import OffsetRange, TopicPartition
@@ -163,9 +165,11 @@ class _ChainedReaders(itertools.chain[ConsumerRecord]):
 
 
 def _partition_reader(
-    kafka_config: Mapping[str, Any], settings: ReadSettings, ranges: Sequence[tuple[Any, ...]]
+    kafka_config: Mapping[str, Any], settings: ReadSettings, ranges: Sequence[tuple[Any, ...]],
+    cache_counters: Any = None,
 ) -> Callable[[int, Iterable[Any]], Iterator[ConsumerRecord]]:
     def read_partition(_split: int, elements: Iterable[Any]) -> Iterator[ConsumerRecord]:
+        before = counters_snapshot()
         # Drain the input first: a Python worker whose input was not fully read is not reused,
         # and with it would go its cached consumers. The ranges are chained in C, so each
         # record passes through no Python frame but the range reader's.
@@ -177,6 +181,8 @@ def _partition_reader(
                                    f"{descriptor[1]}-{descriptor[2]}")
             descriptors.append(descriptor)
         readers = [read_range(descriptor, kafka_config, settings) for descriptor in descriptors]
+        if cache_counters is not None:  # the driver's sum of executor counters (metrics.py)
+            readers.append(report_cache_counters(cache_counters, before))
         return _ChainedReaders.of(readers)
 
     return read_partition
@@ -271,7 +277,8 @@ class KafkaRDD(PipelinedRDD[tuple[int, str, int], ConsumerRecord]):
         ]
         self._source_jrdd = _located_source(sc, [(r.topic, r.partition) for r in ranges], locations)
         source = python_rdd(self._source_jrdd, sc)
-        super().__init__(source, _partition_reader(dict(kafka_config), settings, descriptors), True)
+        reader = _partition_reader(dict(kafka_config), settings, descriptors, cache_accumulator(sc))
+        super().__init__(source, reader, True)
         self._offset_ranges = ranges
         self._settings = settings
         self._lost_ranges: list[OffsetRange] = []

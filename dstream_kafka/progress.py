@@ -212,14 +212,17 @@ class ProgressTracker:
         """Call ``listener(progress)`` after each completed batch."""
         self._listeners.append(listener)
 
-    def start(self, conf: Any, description: str, identity: str, stream: int) -> None:
+    def start(self, conf: Any, description: str, identity: str, stream: int,
+              store: Any = None, group: str = "") -> None:
         """Start a run: new ``runId``, batch ids from 0, and the outputs ``conf`` asks for.
 
         ``identity`` (the offset store's group and the stream's number) gives the stable ``id``.
         With ``spark.streaming.kafka.progress.jsonPath`` set, each batch's :meth:`BatchProgress.json`
         is appended as one line to that file; with
-        ``spark.streaming.kafka.metrics.prometheus.port`` set, each batch updates the
-        Prometheus metrics of :mod:`dstream_kafka.metrics`. The ``kafka`` logger (kafka-python)
+        ``spark.streaming.kafka.metrics.prometheus.port`` set, or a Streaming page served
+        (``spark.streaming.kafka.ui.port``), each batch updates the Prometheus metrics of
+        :mod:`dstream_kafka.metrics`, and the page gets each batch's progress (and reads the
+        data-loss records of ``group`` from ``store``). The ``kafka`` logger (kafka-python)
         is set to WARNING unless the user set its level or gave it handlers.
         """
         from dstream_kafka import config as _config
@@ -246,6 +249,16 @@ class ProgressTracker:
                     f"{_config.METRICS_PROMETHEUS_PORT}={port!r} is not a TCP port; use 0 to "
                     "65535 (0: a free port), e.g. 9464")
             self._outputs.append(metrics.StreamMetrics(stream, number))
+        from dstream_kafka.ui import active_page
+
+        page = active_page()
+        if page is not None:
+            from dstream_kafka import metrics as _metrics
+
+            if _metrics.REGISTRY is not None and not any(
+                    isinstance(o, _metrics.StreamMetrics) for o in self._outputs):
+                self._outputs.append(_metrics.StreamMetrics(stream, None))
+            self._outputs.append(page.stream_feed(stream, description, store, group))
 
     def record(self, batch_time: int, ranges: Sequence[OffsetRange],
                behind: Mapping[TopicPartition, int], batch_duration_s: float,

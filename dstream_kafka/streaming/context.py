@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-
 class StreamingContext:
     """Main entry point of a streaming application on an existing SparkContext.
 
@@ -91,6 +90,9 @@ class StreamingContext:
         self.stop_gracefully_on_shutdown: bool = conf.stop_gracefully_on_shutdown
         #: ``spark.streaming.concurrentJobs``: batches whose output operations run at once.
         self._concurrent_jobs = conf.concurrent_jobs
+        from dstream_kafka.ui import StreamingPage  # here: dstream_kafka.ui imports .listener
+        #: The Streaming page (``spark.streaming.kafka.ui.port``), served while this runs.
+        self._page = StreamingPage.create(sparkContext, self._batch_ms, conf.conf)
 
     # -- properties --------------------------------------------------------------------
 
@@ -264,6 +266,9 @@ class StreamingContext:
             self._bus.start()
             started: list[InputDStream[Any]] = []
             try:
+                if self._page is not None:  # before the inputs start: they feed it
+                    self._bus.add(self._page.listener)
+                    self._page.start()
                 for stream in self.graph.input_streams:
                     stream.start()
                     started.append(stream)
@@ -272,6 +277,8 @@ class StreamingContext:
                 for stream in started:
                     self._safe(stream.stop, "stop")
                 self._bus.stop()
+                if self._page is not None:
+                    self._page.stop()
                 self._state = STOPPED
                 raise
             # ACTIVE before the threads run, so a stop they trigger finds an active context.
@@ -296,7 +303,8 @@ class StreamingContext:
         scheduler = JobScheduler(
             self._batch_ms, self.graph.generate, self._complete_batch, self._fail_batch,
             self._on_fatal, self._bus, int(self.graceful_stop_timeout * 1000),
-            set_job_description=self._sc.setJobDescription,
+            set_job_description=(self._sc.setJobDescription if self._page is None
+                                 else self._page.job_description_setter()),
             concurrent_jobs=self._concurrent_jobs)
         return scheduler, start
 
@@ -347,6 +355,8 @@ class StreamingContext:
         for stream in self.graph.input_streams:
             self._safe(stream.stop, "stop")
         self._bus.stop()
+        if self._page is not None:
+            self._page.stop()
         with self._cond:
             self._state = STOPPED
             self._cond.notify_all()

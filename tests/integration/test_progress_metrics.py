@@ -29,13 +29,16 @@ def conf_keys(sc: Any) -> Iterator[dict[str, str]]:
         sc._conf._jconf.remove(key)
 
 
+def _parse(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
 def _scrape() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     port = metrics.serving_port()
     assert port is not None
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
-        text = reply.read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+        return _parse(reply.read().decode())
 
 
 def test_a_stream_writes_progress_json_lines_and_serves_metrics_that_match_its_progress(
@@ -55,6 +58,7 @@ def test_a_stream_writes_progress_json_lines_and_serves_metrics_that_match_its_p
     stream = KafkaUtils.createDirectStream(context, LocationStrategies.PreferConsistent,
                                            ConsumerStrategies.Subscribe([topic], params))
     stream.foreachRDD(lambda rdd: rdd.count())
+    before = _parse(metrics.exposition()[1].decode())
     context.start()
     wait_until(lambda: sum(p.numRecords for p in stream.recentProgress) >= 40, what="40 records")
     wait_until(lambda: len(stream.recentProgress) >= 2, what="two batches")
@@ -77,12 +81,17 @@ def test_a_stream_writes_progress_json_lines_and_serves_metrics_that_match_its_p
         assert samples[("dstream_kafka_offsets_behind_latest", labels)] == \
             last.offsetsBehindLatest[r.topicPartition()]
     assert sum(r.untilOffset for r in last.ranges) == 40
-    batches = samples[("dstream_kafka_batches_completed_total", (("stream", s),))]
-    assert batches == len(progress)  # no other stream of the session enables metrics
-    commits = samples[("dstream_kafka_offset_commit_seconds_count", (("stream", s),))]
-    assert commits == batches
-    assert samples[("dstream_kafka_offset_commit_seconds_sum", (("stream", s),))] == \
+    # Other tests' streams with the same number (the Streaming page tests) count into the same
+    # series, so compare what this stream added.
+    def added(name: str) -> float:
+        key = (name, (("stream", s),))
+        return samples[key] - before.get(key, 0.0)
+
+    batches = added("dstream_kafka_batches_completed_total")
+    assert batches == len(progress)
+    assert added("dstream_kafka_offset_commit_seconds_count") == batches
+    assert added("dstream_kafka_offset_commit_seconds_sum") == \
         pytest.approx(sum(p.commitMs for p in progress) / 1000.0)
-    assert samples[("dstream_kafka_batch_processing_seconds_sum", (("stream", s),))] == \
+    assert added("dstream_kafka_batch_processing_seconds_sum") == \
         pytest.approx(sum(p.processingDelay or 0 for p in progress) / 1000.0)
-    assert samples[("dstream_kafka_batch_processing_seconds_count", (("stream", s),))] == batches
+    assert added("dstream_kafka_batch_processing_seconds_count") == batches
