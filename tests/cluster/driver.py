@@ -17,6 +17,11 @@ cluster scenario runs here and prints one JSON line (``RESULT {...}``) for the t
                then ``commitAsync``. With ``kill_pid`` it SIGKILLs that process group (a Spark
                worker and its executor) after ``kill_after`` batches with records. It stops once
                the committed offsets reach the end offsets after the producer finished.
+``retry``      ``createRDD`` over ``partitions`` partitions with ``spark.task.maxFailures=4``;
+               each partition's first task attempt fails halfway through its range (partition
+               0: its Python worker is SIGKILLed; others: an exception, as a dropped broker
+               connection raises); reports each partition's successful attempt, the values it
+               read and the consumers it created, and the failed tasks Spark counted.
 """
 
 from __future__ import annotations
@@ -177,7 +182,56 @@ def stream(config: dict[str, Any]) -> dict[str, Any]:
     return {"batches": batches, "values": values, "sent": sent[0]}
 
 
-SCENARIOS = {"placement": placement, "stream": stream}
+def _fail_first_attempt(index: int, records: Any) -> Any:
+    """Read a partition; its first attempt fails halfway: partition 0's Python worker is
+    SIGKILLed, partition 1 raises as a dropped broker connection would."""
+    from pyspark import TaskContext
+
+    from dstream_kafka.consumer_cache import stats
+
+    context = TaskContext.get()
+    attempt = context.attemptNumber() if context is not None else -1
+    created = stats()["creations"]
+    values = []
+    for i, record in enumerate(records):
+        values.append(record.value)
+        if attempt == 0 and i == 10:
+            if index == 0:
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise ConnectionResetError("broker connection dropped (simulated by the test)")
+    yield index, attempt, values, stats()["creations"] - created
+
+
+def retry(config: dict[str, Any]) -> dict[str, Any]:
+    from dstream_kafka import KafkaUtils, OffsetRange
+
+    sc = _context(config, {"spark.task.maxFailures": "4"})
+    n = int(config["partitions"])
+    ranges = [OffsetRange(config["topic"], p, 0, int(config["records_per_partition"]))
+              for p in range(n)]
+    rdd = KafkaUtils.createRDD(sc, _params(config), ranges)
+    group = uuid.uuid4().hex
+    sc.setJobGroup(group, "retry")
+    parts = rdd.mapPartitionsWithIndex(_fail_first_attempt).collect()
+    tracker = sc.statusTracker()
+
+    def failed_tasks() -> int:
+        stages = [stage for job in tracker.getJobIdsForGroup(group)
+                  for stage in tracker.getJobInfo(job).stageIds]
+        infos = [tracker.getStageInfo(stage) for stage in stages]
+        return sum(info.numFailedTasks for info in infos if info is not None)
+
+    deadline = time.monotonic() + 30
+    while failed_tasks() < n and time.monotonic() < deadline:
+        time.sleep(0.2)  # the status store follows the listener bus, a little behind the job
+    failed = failed_tasks()
+    sc.stop()
+    return {"parts": {str(i): {"attempt": a, "values": v, "creations": c}
+                      for i, a, v, c in parts},
+            "failed_tasks": failed}
+
+
+SCENARIOS = {"placement": placement, "stream": stream, "retry": retry}
 
 if __name__ == "__main__":
     scenario, config_path = sys.argv[1], sys.argv[2]

@@ -95,3 +95,25 @@ def test_a_killed_executor_loses_no_records_and_the_stream_goes_on(kafka, unique
     assert Counter(result["values"]) == Counter(
         f"{p}-{s}-{i}" for p in range(4) for s in range(10) for i in range(25))
     assert len({pid for b in after for pid in b["workers"]}) == 1
+
+
+def test_a_task_failing_mid_range_is_retried_by_spark_and_reads_the_same_range_once_with_a_fresh_consumer(
+    spark_cluster, kafka, unique, tmp_path
+):
+    """With spark.task.maxFailures=4, a first attempt that dies halfway (SIGKILLed Python
+    worker, or a dropped connection) is retried by Spark; the retry creates a new consumer
+    (Spark's rule for reattempts) and the job's result holds each record exactly once."""
+    topic = unique("retry")
+    kafka.create_topic(topic, partitions=2)
+    produced = {p: [f"{p}-{i}" for i in range(40)] for p in range(2)}
+    for p, values in produced.items():
+        kafka.produce(topic, values, partition=p)
+    result = _run("retry", {"master": spark_cluster.master_url, "bootstrap": kafka.bootstrap_servers,
+                            "topic": topic, "partitions": 2, "records_per_partition": 40,
+                            "group": unique("g")}, tmp_path)
+    assert result["failed_tasks"] >= 2
+    for p, values in produced.items():
+        part = result["parts"][str(p)]
+        assert part["attempt"] >= 1
+        assert part["values"] == values
+        assert part["creations"] == 1
