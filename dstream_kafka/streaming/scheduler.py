@@ -27,6 +27,7 @@ import logging
 import os
 import queue
 import signal
+import sys
 import threading
 import traceback
 from dataclasses import dataclass, field
@@ -57,6 +58,17 @@ log = logging.getLogger(__name__)
 #: waits this long for the running output operation, as Spark's job executor waits a
 #: bounded time before it gives up on its threads).
 STOP_WAIT_SECONDS = 30.0
+
+
+def _stacks(threads: Sequence[threading.Thread]) -> str:
+    """The current stack of each live thread in ``threads``, for a stuck-stop report."""
+    frames = sys._current_frames()
+    parts = []
+    for thread in threads:
+        frame = frames.get(thread.ident) if thread.ident is not None else None
+        if thread.is_alive() and frame is not None:
+            parts.append(f"{thread.name}:\n" + "".join(traceback.format_stack(frame)))
+    return "\n".join(parts) or "(no engine thread is alive any more)"
 
 
 # ---------------------------------------------------------------------------------------
@@ -198,7 +210,8 @@ class JobScheduler:
                 "The streaming scheduler did not stop within %.0f s: a batch is still being "
                 "generated or an output operation is still running (a stuck Spark job or "
                 "Kafka call). The stop goes on without it; that batch is not completed and "
-                "its offsets are not committed. Cancel stuck jobs in the Spark UI.", bound)
+                "its offsets are not committed. Cancel stuck jobs in the Spark UI. Where the "
+                "engine threads are:\n%s", bound, _stacks(self.threads))
 
     # -- scheduler thread --------------------------------------------------------------
 

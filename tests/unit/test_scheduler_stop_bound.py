@@ -66,3 +66,20 @@ def test_a_batch_left_running_by_a_bounded_stop_is_never_completed(
     finally:
         release.set()
         bus.stop()
+
+
+def test_a_bounded_stop_logs_where_the_stuck_thread_is(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(scheduler_module, "STOP_WAIT_SECONDS", 0.2)
+    release, started, completed = threading.Event(), threading.Event(), []
+    scheduler, bus = _stuck_scheduler(release, started, completed)
+    try:
+        assert started.wait(10)
+        with caplog.at_level("WARNING", logger=scheduler_module.__name__):
+            scheduler.stop(graceful=False)
+        text = caplog.text
+        assert "did not stop within" in text
+        assert "dstream-jobs:" in text and "release.wait(30)" in text
+    finally:
+        release.set()
+        bus.stop()
