@@ -27,7 +27,7 @@ from dstream_kafka.services.environment import (
     wait_until,
 )
 from dstream_kafka.services.maven import KAFKA_VERSION, kafka_artifacts, resolve_classpath
-from dstream_kafka.services.tls import SECURE_PROTOCOLS, BrokerSecurity
+from dstream_kafka.services.tls import SECURE_PROTOCOLS, BrokerSecurity, listener_properties
 
 __all__ = ["KafkaCluster", "kafka_classpath"]
 
@@ -271,22 +271,9 @@ class KafkaCluster:
 
     def _add_secure_ports(self, node: dict[str, Any]) -> None:
         ports = node.setdefault("secure_ports", {})
-        if self.security is None:
-            return
-        for protocol in SECURE_PROTOCOLS:
+        for protocol in SECURE_PROTOCOLS if self.security else ():
             if protocol not in ports or port_open(ports[protocol]):
                 ports[protocol] = free_port()
-
-    def _listeners(self, node: _Node) -> dict[str, str]:
-        names = ["PLAINTEXT"] + (list(SECURE_PROTOCOLS) if self.security else [])
-        ports = {"PLAINTEXT": node.port, **node.secure_ports}
-        advertised = ",".join(f"{name}://127.0.0.1:{ports[name]}" for name in names)
-        return {
-            "listeners": f"{advertised},CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": advertised,
-            "listener.security.protocol.map": ",".join(f"{name}:{name}" for name in names)
-            + ",CONTROLLER:PLAINTEXT",
-        }
 
     def _write_config(self, node: _Node) -> None:
         node.dir.mkdir(parents=True, exist_ok=True)
@@ -297,7 +284,8 @@ class KafkaCluster:
             "process.roles": "broker,controller",
             "node.id": node.node_id,
             "controller.quorum.voters": voters,
-            **self._listeners(node),
+            **listener_properties(node.port, node.controller_port,
+                                  node.secure_ports if self.security else {}),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(node.dir / "logs"),

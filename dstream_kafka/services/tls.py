@@ -14,11 +14,12 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from dstream_kafka.keystores import keystore_pem, keytool, write_private
 
-__all__ = ["SECURE_PROTOCOLS", "SASL_MECHANISMS", "BrokerSecurity", "Pki", "make_pki"]
+__all__ = ["SECURE_PROTOCOLS", "SASL_MECHANISMS", "BrokerSecurity", "Pki", "listener_properties",
+           "make_pki"]
 
 #: Listener protocols a secured broker opens next to PLAINTEXT.
 SECURE_PROTOCOLS = ("SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -108,6 +109,20 @@ def make_pki(folder: str | Path, password: str | None = None) -> Pki:
     write_private(root / "client-keystore.pem",
                   Path(keyfile).read_text() + Path(certfile).read_text())
     return Pki(root, password)
+
+
+def listener_properties(port: int, controller_port: int,
+                        secure_ports: Mapping[str, int]) -> dict[str, str]:
+    """Return a node's listener settings: PLAINTEXT on ``port``, one listener per entry of
+    ``secure_ports`` (protocol -> port, named after its protocol) and the controller's."""
+    ports = {"PLAINTEXT": port, **secure_ports}
+    advertised = ",".join(f"{name}://127.0.0.1:{p}" for name, p in ports.items())
+    return {
+        "listeners": f"{advertised},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": advertised,
+        "listener.security.protocol.map": ",".join(f"{name}:{name}" for name in ports)
+        + ",CONTROLLER:PLAINTEXT",
+    }
 
 
 @dataclass(frozen=True)
