@@ -51,14 +51,14 @@ def _tool(name: str, package: str) -> str:
     return found
 
 
-def run_tool(argv: Sequence[str], secrets: Mapping[str, str], what: str) -> str:
+def run_tool(argv: Sequence[str], secrets: Mapping[str, str], what: str, hint: str = "") -> str:
     """Run ``argv`` with ``secrets`` added to its environment; return its standard output.
 
     Raises
     ------
     ConfigurationError
-        When the tool fails: names ``what`` and quotes the tool's last message, with every
-        secret value removed from it.
+        When the tool fails: names ``what``, quotes the tool's error line with every secret
+        value removed from it, and ends with ``hint``.
     """
     env = {**os.environ, **secrets}
     proc = subprocess.run(list(argv), capture_output=True, text=True, env=env, check=False,
@@ -70,13 +70,15 @@ def run_tool(argv: Sequence[str], secrets: Mapping[str, str], what: str) -> str:
         for secret in secrets.values():
             if secret:
                 detail = detail.replace(secret, "*****")
-        raise ConfigurationError(f"{what} failed: {detail}")
+        raise ConfigurationError(f"{what} failed: {detail.rstrip(' .?')}{hint}")
     return proc.stdout
 
 
-def keytool(*args: str, secrets: Mapping[str, str] | None = None, what: str = "keytool") -> str:
+def keytool(*args: str, secrets: Mapping[str, str] | None = None, what: str = "keytool",
+            hint: str = "") -> str:
     """Run the JDK's ``keytool`` with ``args``; passwords go in ``secrets`` (environment)."""
-    return run_tool([_tool("keytool", "openjdk-17-jre-headless"), *args], secrets or {}, what)
+    return run_tool([_tool("keytool", "openjdk-17-jre-headless"), *args], secrets or {}, what,
+                    hint)
 
 
 def pem_folder(digest: str) -> Path:
@@ -119,6 +121,11 @@ def content_digest(*parts: bytes | str | None) -> str:
     return sha.hexdigest()[:32]
 
 
+def _hint(store: str) -> str:
+    return (f". Check ssl.{store}.password and that ssl.{store}.type names the store's format "
+            "(JKS, PKCS12 or PEM)")
+
+
 def _store_type(value: str | None, field: str) -> str:
     kind = (value or "JKS").strip().upper()
     if kind not in STORE_TYPES:
@@ -154,7 +161,7 @@ def truststore_pem(location: str, store_type: str | None, password: str | None) 
         args += ["-storepass:env", _STORE_ENV]
     listed = keytool(*args, secrets=secrets,
                      what=f"Reading ssl.truststore.location={location} as {kind} with "
-                          "ssl.truststore.password")
+                          "ssl.truststore.password", hint=_hint("truststore"))
     certificates = _PEM_CERT.findall(listed)
     if not certificates:
         raise ConfigurationError(
@@ -200,7 +207,8 @@ def keystore_pem(location: str, store_type: str | None, store_password: str | No
         pkcs12 = str(folder / "keystore.p12")
         Path(pkcs12).unlink(missing_ok=True)
         listed = keytool("-list", "-keystore", location, "-storetype", "JKS",
-                         "-storepass:env", _STORE_ENV, secrets=secrets, what=what)
+                         "-storepass:env", _STORE_ENV, secrets=secrets, what=what,
+                         hint=_hint("keystore"))
         # "<alias>, <date>, PrivateKeyEntry," lines: a key password needs its alias named.
         aliases = re.findall(r"(?m)^([^,\n]+), .*, PrivateKeyEntry,\s*$", listed)
         if not aliases:
@@ -212,14 +220,14 @@ def keystore_pem(location: str, store_type: str | None, store_password: str | No
                 "-srcstorepass:env", _STORE_ENV, "-srckeypass:env", _KEY_ENV,
                 "-destkeystore", pkcs12, "-deststoretype", "PKCS12",
                 "-deststorepass:env", _KEY_ENV, "-destkeypass:env", _KEY_ENV,
-                secrets=secrets, what=what + " and ssl.key.password")
+                secrets=secrets, what=what + " and ssl.key.password", hint=_hint("keystore"))
         os.chmod(pkcs12, 0o600)
         secrets[_STORE_ENV] = key_password
     openssl = _tool("openssl", "openssl")
     common = [openssl, "pkcs12", "-in", pkcs12, "-passin", f"env:{_STORE_ENV}"]
-    chain = run_tool([*common, "-clcerts", "-nokeys"], secrets, what)
+    chain = run_tool([*common, "-clcerts", "-nokeys"], secrets, what, _hint("keystore"))
     key = run_tool([*common, "-nocerts", "-passout", f"env:{_OUT_ENV}"], secrets,
-                   what + " and ssl.key.password")
+                   what + " and ssl.key.password", _hint("keystore"))
     if "PRIVATE KEY" not in key:
         raise ConfigurationError(
             f"ssl.keystore.location={location} holds no private key; the keystore must hold the "

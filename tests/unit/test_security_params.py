@@ -123,3 +123,11 @@ def test_jaas_credentials_reach_both_backends():
     assert (librdkafka["sasl.username"], librdkafka["sasl.password"]) == ("alice", "pw")
     assert librdkafka["sasl.mechanism"] == "SCRAM-SHA-512"
     assert librdkafka["security.protocol"] == "sasl_ssl"
+
+
+@pytest.mark.parametrize("key", ["ssl.keystore.key", "ssl_keystore_key", "ssl.truststore.password",
+                                 "ssl.keystore.password", "ssl.key.password"])
+def test_keystore_keys_and_store_passwords_are_redacted(key):
+    from dstream_kafka.kafka_params import REDACTED, redact
+
+    assert redact({key: "-----BEGIN PRIVATE KEY-----"}) == {key: REDACTED}
