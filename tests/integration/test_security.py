@@ -125,3 +125,25 @@ def test_a_wrong_truststore_password_is_refused_naming_the_setting_before_any_jo
                              LocationStrategies.PreferConsistent)
     message = str(caught.value)
     assert "ssl.truststore.password" in message and "wrong-store-password" not in message
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+def test_an_executor_confluent_consumer_reports_a_refused_login_within_seconds(
+        secured_kafka, topic, unique, mechanism):
+    from dstream_kafka.backends.confluent import ConfluentBackend
+    from dstream_kafka.kafka_params import fix_kafka_params
+
+    wrong = "not-the-password-" + unique("pw")
+    params = fix_kafka_params({**_params(secured_kafka, "SASL_SSL", mechanism, password=wrong),
+                               "group.id": unique("g")})
+    backend = ConfluentBackend(topic, 0, params)
+    try:
+        backend.seek(0)
+        started = time.monotonic()
+        with pytest.raises(KafkaAuthenticationError) as caught:
+            while time.monotonic() - started < 30:
+                backend.fetch(500)
+        assert time.monotonic() - started < 15
+        assert wrong not in str(caught.value) and "sasl.jaas.config" in str(caught.value)
+    finally:
+        backend.close()
