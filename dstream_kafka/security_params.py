@@ -134,8 +134,10 @@ def _protocols(key: str, value: Any) -> None:
 
 
 def _inline_pem(kind: str, text: Any, password: Any = None) -> str:
-    folder = pem_folder(content_digest(kind, str(text), password if password else None))
-    return str(write_private(folder / f"{kind}.pem", str(text).strip() + "\n"))
+    target = pem_folder(content_digest(kind, str(text), password if password else None)) / \
+        f"{kind}.pem"
+    # Named by its content: written once, then reused by every later translation.
+    return str(target if target.is_file() else write_private(target, str(text).strip() + "\n"))
 
 
 def security_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
