@@ -22,6 +22,7 @@ from kafka import ConsumerRebalanceListener
 
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError, UnknownTopicPartitionError
 from dstream_kafka.kafka_params import stream_driver_config
+from dstream_kafka.security_params import check_credentials
 from dstream_kafka.offsets import TopicPartition, as_topic_partition
 
 __all__ = ["ConsumerStrategy", "ConsumerStrategies", "Subscribe", "SubscribePattern", "Assign",
@@ -176,7 +177,9 @@ class _BaseStrategy(ConsumerStrategy):
     def _new_consumer(self) -> tuple[Any, _PauseOnAssign]:
         from kafka import KafkaConsumer
 
-        consumer = KafkaConsumer(**stream_driver_config(self.kafkaParams))
+        config = stream_driver_config(self.kafkaParams)
+        check_credentials(config)  # a refused SASL login fails now, not after the bootstrap bound
+        consumer = KafkaConsumer(**config)
         return consumer, _PauseOnAssign(consumer)
 
     def _subscribed(self, currentOffsets: Mapping[TopicPartition, int], **subscription: Any) -> Any:

@@ -53,6 +53,7 @@ __all__ = [
     "ReceiverStreamNotSupportedError",
     "ServiceError",
     "ServiceAlreadyRunningError",
+    "KafkaAuthenticationError",
 ]
 
 
@@ -94,6 +95,10 @@ class FetchTimeoutError(KafkaReadError):
 
 class BrokerTimeoutError(DStreamKafkaError, TimeoutError):
     """Kafka did not answer a driver-side request (group coordinator, offsets) in time."""
+
+
+class KafkaAuthenticationError(DStreamKafkaError, PermissionError):
+    """The brokers refused the SASL credentials (wrong user name or password, unknown user)."""
 
 
 class DataLossError(DStreamKafkaError, RuntimeError):

@@ -33,6 +33,7 @@ from dstream_kafka.param_checks import check_bootstrap_servers as check_bootstra
 from dstream_kafka.param_checks import is_secret_key as is_secret_key
 from dstream_kafka.param_checks import redact as redact
 from dstream_kafka.param_checks import show_value as show_value
+from dstream_kafka.security_params import SECURITY_KEYS, check_credentials, security_config
 
 __all__ = [
     "API_TIMEOUT_KEY",
@@ -71,12 +72,6 @@ _JAVA_ONLY = frozenset(
         "auto.include.jmx.reporter",
         "metric.reporters",
         "partition.assignment.strategy",
-        "ssl.protocol",
-        "ssl.enabled.protocols",
-        "ssl.keystore.type",
-        "ssl.truststore.type",
-        "ssl.truststore.password",
-        "ssl.keystore.password",
         "ssl.provider",
         "security.providers",
         "group.protocol",
@@ -92,10 +87,6 @@ _JAVA_ONLY = frozenset(
 # Settings that would change what is read or run user JVM code: refused with a reason.
 _REFUSED = {
     "interceptor.classes": "consumer interceptors are Java classes and cannot run in Python",
-    "ssl.keystore.location": "Java keystores are not readable from Python; convert to PEM and "
-    "pass ssl_certfile and ssl_keyfile",
-    "ssl.truststore.location": "Java truststores are not readable from Python; convert to PEM "
-    "and pass ssl_cafile",
 }
 # Types of kafka-python settings whose default is None.
 _NONE_DEFAULT_TYPES: Mapping[str, type] = {
@@ -117,7 +108,6 @@ _NONE_DEFAULT_TYPES: Mapping[str, type] = {
     "proxy_url": str,
     "socks5_proxy": str,
 }
-_JAAS_RE = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 # Settings limited to a few words, checked here so kafka-python never sees another value.
 _CHOICES: Mapping[str, tuple[str, ...]] = {
     "auto_offset_reset": ("earliest", "latest", "none"),
@@ -129,7 +119,10 @@ _CHOICES: Mapping[str, tuple[str, ...]] = {
 @contextmanager
 def bootstrap_errors(kafkaParams: Mapping[str, Any]) -> Iterator[None]:
     """Turn a client's failure to reach its bootstrap servers into :func:`bootstrap_failure`'s
-    error; any other exception passes unchanged."""
+    error; any other exception passes unchanged. SASL credentials the brokers refuse raise
+    :class:`~dstream_kafka.errors.KafkaAuthenticationError` on entry
+    (:func:`~dstream_kafka.security_params.check_credentials`)."""
+    check_credentials(driver_consumer_config(kafkaParams))
     try:
         yield
     except Exception as exc:
@@ -202,19 +195,6 @@ def _coerce(key: str, shown: str, value: Any, defaults: Mapping[str, Any]) -> An
     return value
 
 
-def _jaas(value: Any, out: dict[str, Any]) -> None:
-    fields = dict(_JAAS_RE.findall(str(value)))
-    if "username" not in fields or "password" not in fields:
-        # The value holds a secret, so the message must not quote it.
-        raise ConfigurationError(
-            "sasl.jaas.config must be a PlainLoginModule or ScramLoginModule entry with "
-            'username="..." and password="..."; or pass sasl_plain_username and '
-            "sasl_plain_password instead"
-        )
-    out.setdefault("sasl_plain_username", fields["username"])
-    out.setdefault("sasl_plain_password", fields["password"])
-
-
 def consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
     """Translate ``kafkaParams`` into ``kafka.KafkaConsumer`` keyword arguments.
 
@@ -242,6 +222,8 @@ def consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(raw_key, str):
             raise ConfigurationError(f"Kafka parameter names must be strings, got {raw_key!r}")
         key = raw_key.strip()
+        if key in SECURITY_KEYS:
+            continue  # translated together below: stores, passwords and JAAS belong together
         if key in _REFUSED:
             raise ConfigurationError(f"Kafka parameter {key} is not supported: {_REFUSED[key]}")
         if key == API_TIMEOUT_KEY:
@@ -250,12 +232,6 @@ def consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if key in _JAVA_ONLY:
             log.warning("Ignoring Kafka parameter %s: it has no kafka-python equivalent", key)
-            continue
-        if key == "sasl.jaas.config":
-            _jaas(value, out)
-            continue
-        if key == "ssl.endpoint.identification.algorithm":
-            out["ssl_check_hostname"] = bool(value)
             continue
         name = RENAMED.get(key, key.replace(".", "_"))
         if name not in defaults:
@@ -271,6 +247,8 @@ def consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
             )
         else:
             out[name] = _coerce(name, key, value, defaults)
+    for name, value in security_config(kafkaParams).items():
+        out.setdefault(name, value)  # an explicit kafka-python spelling wins
     return out
 
 

@@ -19,7 +19,9 @@ __all__ = ["REDACTED", "RENAMED", "bootstrap_failure", "check_bootstrap_servers"
 
 #: Replacement text for secret values (Spark's ``Utils.REDACTION_REPLACEMENT_TEXT``).
 REDACTED = "*********(redacted)"
-_SECRET_RE = re.compile(r"(?i)secret|password|token|access[._]?key|jaas")
+# keystore.key: ssl.keystore.key holds a private key as PEM text.
+_SECRET_RE = re.compile(r"(?i)secret|password|token|access[._]?key|jaas|keystore[._]key|"
+                        r"private[._]?key|credential")
 
 # Java names whose kafka-python name is not the dots-to-underscores spelling.
 RENAMED = {
@@ -55,8 +57,9 @@ def is_secret_key(key: str) -> bool:
 def redact(params: Mapping[str, Any]) -> dict[str, Any]:
     """Return a copy of ``params`` with every secret value replaced by :data:`REDACTED`.
 
-    Secret keys match ``secret|password|token|access.key|jaas`` in any case and any
-    spelling (``sasl.jaas.config``, ``sasl_plain_password``, ``ssl.key.password``).
+    Secret keys match ``secret|password|token|access.key|jaas|keystore.key|private.key|
+    credential`` in any case and any spelling (``sasl.jaas.config``, ``sasl_plain_password``,
+    ``ssl.key.password``, ``ssl.keystore.key``).
     """
     return {k: (REDACTED if is_secret_key(k) and v is not None else v) for k, v in params.items()}
 

@@ -58,6 +58,26 @@ def kafka3() -> Iterator[KafkaCluster]:
 
 
 @pytest.fixture(scope="session")
+def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """One broker with PLAINTEXT, SSL (mutual TLS), SASL_PLAINTEXT and SASL_SSL listeners.
+
+    PLAIN and SCRAM-SHA-512 users ``admin`` and ``alice`` with random passwords; certificates
+    and keystores are generated for the session (``secured_kafka.security``).
+    """
+    from dstream_kafka.services.kafka import KafkaCluster
+    from dstream_kafka.services.tls import BrokerSecurity
+
+    security = BrokerSecurity.generate(tmp_path_factory.mktemp("pki"))
+    cluster = KafkaCluster(brokers=1, heap="384m", security=security)
+    cluster.start()
+    yield cluster
+    from dstream_kafka.offset_reader import close_offset_readers
+
+    close_offset_readers()
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
 def spark_cluster() -> Iterator[SparkStandaloneCluster]:
     """A Spark standalone master with two one-core workers on loopback (started on demand)."""
     from dstream_kafka.testing.spark_cluster import SparkStandaloneCluster

@@ -26,7 +26,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from dstream_kafka.backends import OffsetOutOfRange, record_decoder
-from dstream_kafka.errors import ConfigurationError, KafkaReadError, MissingDependencyError
+from dstream_kafka.errors import (
+    ConfigurationError,
+    KafkaAuthenticationError,
+    KafkaReadError,
+    MissingDependencyError,
+)
 from dstream_kafka.kafka_params import show_value
 from dstream_kafka.record import ConsumerRecord
 
@@ -222,6 +227,9 @@ class ConfluentBackend:
         self.partition = partition
         conf = librdkafka_config(config)
         conf["logger"] = logging.getLogger("dstream_kafka.backends.librdkafka")
+        # librdkafka retries a refused login for ever; the first refusal fails the read.
+        self._auth_error: str | None = None
+        conf["error_cb"] = self._on_client_error
         self._batch = int(config.get("max_poll_records") or DEFAULT_BATCH)
         self._key = record_decoder(config.get("key_deserializer"), "key", topic, partition)
         self._value = record_decoder(config.get("value_deserializer"), "value", topic, partition)
@@ -249,7 +257,19 @@ class ConfluentBackend:
         self._position = offset
         self._floor = offset
 
+    def _on_client_error(self, error: Any) -> None:
+        if error.code() == self._ck.KafkaError._AUTHENTICATION and self._auth_error is None:
+            self._auth_error = str(error.str())
+
+    def _raise_auth_error(self) -> None:
+        if self._auth_error is not None:
+            raise KafkaAuthenticationError(
+                f"confluent-kafka consumer for {self.topic}-{self.partition}: the brokers refused "
+                f"the SASL login ({self._auth_error}); check the user name and password in "
+                "sasl.jaas.config")
+
     def fetch(self, timeout_ms: int, max_records: int | None = None) -> list[Any]:
+        self._raise_auth_error()
         consumer = self._consumer
         batch = self._batch if max_records is None else min(max_records, self._batch)
         # consume(n, timeout) waits until n messages or the timeout: take what is queued, and
@@ -260,6 +280,7 @@ class ConfluentBackend:
             if messages and messages[0].error() is None and batch > 1:
                 messages.extend(consumer.consume(batch - 1, 0))
         if not messages:
+            self._raise_auth_error()
             return []
         # Usually every message is a record at or past the last seek: checked in C, kept as is.
         if any(map(self._error_of, messages)) or messages[0].offset() < self._floor:

@@ -27,6 +27,7 @@ from dstream_kafka.services.environment import (
     wait_until,
 )
 from dstream_kafka.services.maven import KAFKA_VERSION, kafka_artifacts, resolve_classpath
+from dstream_kafka.services.tls import SECURE_PROTOCOLS, BrokerSecurity, listener_properties
 
 __all__ = ["KafkaCluster", "kafka_classpath"]
 
@@ -64,11 +65,14 @@ def _kafka_uuid() -> str:
 
 
 class _Node:
-    def __init__(self, node_id: int, root: Path, port: int, controller_port: int) -> None:
+    def __init__(self, node_id: int, root: Path, port: int, controller_port: int,
+                 secure_ports: Mapping[str, int] | None = None) -> None:
         self.node_id = node_id
         self.dir = root / f"node-{node_id}"
         self.port = port
         self.controller_port = controller_port
+        # protocol (SSL, SASL_PLAINTEXT, SASL_SSL) -> port of that listener
+        self.secure_ports = dict(secure_ports or {})
         self.process: ManagedProcess | None = None
 
     @property
@@ -91,6 +95,10 @@ class KafkaCluster:
         JVM heap of each node.
     broker_config : mapping, optional
         Extra ``server.properties`` entries for every node.
+    security : BrokerSecurity, optional
+        TLS material and SASL users (:mod:`dstream_kafka.services.tls`): every node then also
+        opens ``SSL`` (mutual TLS), ``SASL_PLAINTEXT`` and ``SASL_SSL`` listeners with PLAIN
+        and SCRAM-SHA-512; brokers and the harness clients keep talking PLAINTEXT.
 
     Examples
     --------
@@ -101,13 +109,14 @@ class KafkaCluster:
 
     def __init__(self, brokers: int = 1, data_dir: str | Path | None = None, heap: str = "512m",
                  broker_config: Mapping[str, Any] | None = None,
-                 version: str = KAFKA_VERSION) -> None:
+                 version: str = KAFKA_VERSION, security: BrokerSecurity | None = None) -> None:
         if brokers < 1:
             raise ValueError(f"brokers must be at least 1, got {brokers}")
         self.brokers = brokers
         self.heap = heap
         self.version = version
         self.extra_config = dict(broker_config or {})
+        self.security = security
         self._keep_data = data_dir is not None
         self._data_dir = Path(data_dir).resolve() if data_dir is not None else None
         self._nodes: list[_Node] = []
@@ -128,6 +137,27 @@ class KafkaCluster:
     def bootstrap_servers(self) -> str:
         """Comma-separated ``127.0.0.1:port`` of every node, running or not."""
         return ",".join(f"127.0.0.1:{n.port}" for n in self._nodes)
+
+    def bootstrap_servers_for(self, protocol: str) -> str:
+        """Comma-separated ``127.0.0.1:port`` of every node's listener for ``protocol``."""
+        if protocol == "PLAINTEXT":
+            return self.bootstrap_servers
+        if self.security is None or protocol not in SECURE_PROTOCOLS:
+            raise ValueError(f"this cluster has no {protocol} listener; start it with security= "
+                             f"for {', '.join(SECURE_PROTOCOLS)}")
+        return ",".join(f"127.0.0.1:{n.secure_ports[protocol]}" for n in self._nodes)
+
+    def client_params(self, protocol: str, **options: Any) -> dict[str, str]:
+        """Return Java-spelled ``kafkaParams`` reaching the ``protocol`` listener.
+
+        ``options`` go to :meth:`BrokerSecurity.client_params` (mechanism, user, password,
+        store types); PLAINTEXT needs none.
+        """
+        params = {"bootstrap.servers": self.bootstrap_servers_for(protocol)}
+        if protocol != "PLAINTEXT":
+            assert self.security is not None
+            params.update(self.security.client_params(protocol, **options))
+        return params
 
     @property
     def node_ids(self) -> list[int]:
@@ -154,7 +184,8 @@ class KafkaCluster:
         self._data_dir.mkdir(parents=True, exist_ok=True)
         layout = self._load_or_create_layout()
         self._nodes = [
-            _Node(n["node_id"], self._data_dir, n["port"], n["controller_port"]) for n in layout["nodes"]
+            _Node(n["node_id"], self._data_dir, n["port"], n["controller_port"],
+                  n.get("secure_ports")) for n in layout["nodes"]
         ]
         for node in self._nodes:
             self._write_config(node)
@@ -226,6 +257,7 @@ class KafkaCluster:
                 for key in ("port", "controller_port"):
                     if port_open(node[key]):
                         node[key] = free_port()
+                self._add_secure_ports(node)
         else:
             layout = {
                 "cluster_id": _kafka_uuid(),
@@ -235,8 +267,16 @@ class KafkaCluster:
                     for i in range(self.brokers)
                 ],
             }
+            for node in layout["nodes"]:
+                self._add_secure_ports(node)
         layout_path.write_text(json.dumps(layout, indent=2))
         return layout
+
+    def _add_secure_ports(self, node: dict[str, Any]) -> None:
+        ports = node.setdefault("secure_ports", {})
+        for protocol in SECURE_PROTOCOLS if self.security else ():
+            if protocol not in ports or port_open(ports[protocol]):
+                ports[protocol] = free_port()
 
     def _write_config(self, node: _Node) -> None:
         node.dir.mkdir(parents=True, exist_ok=True)
@@ -247,11 +287,10 @@ class KafkaCluster:
             "process.roles": "broker,controller",
             "node.id": node.node_id,
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            **listener_properties(node.port, node.controller_port,
+                                  node.secure_ports if self.security else {}),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(node.dir / "logs"),
             "num.partitions": 1,
             "default.replication.factor": rf,
@@ -274,7 +313,12 @@ class KafkaCluster:
             "log.retention.check.interval.ms": 1000,
             "controlled.shutdown.enable": "true",
         }
+        if self.security is not None:
+            props.update(self.security.server_properties())
         props.update(self.extra_config)
+        # Holds the SASL users' and keystores' passwords when secured: owner-only.
+        node.config_path.touch(mode=0o600)
+        node.config_path.chmod(0o600)
         node.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         (node.dir / "log4j2.properties").write_text(_LOG4J2.format(log=node.dir / "server.log"))
 
@@ -292,10 +336,11 @@ class KafkaCluster:
         for node in self._nodes:
             if (node.dir / "logs" / "meta.properties").is_file():
                 continue  # formatted by an earlier run: keep its data
+            scram = self.security.scram_arguments() if self.security else []
             proc = ManagedProcess(
                 f"kafka-storage format (node {node.node_id})",
                 self._java_argv("kafka.tools.StorageTool", "format", "-t", cluster_id,
-                                "-c", str(node.config_path), "--ignore-formatted"),
+                                "-c", str(node.config_path), "--ignore-formatted", *scram),
                 node.dir / "format.log",
             )
             proc.start()
