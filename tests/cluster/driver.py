@@ -17,6 +17,7 @@ cluster scenario runs here and prints one JSON line (``RESULT {...}``) for the t
                then ``commitAsync``. With ``kill_pid`` it SIGKILLs that process group (a Spark
                worker and its executor) after ``kill_after`` batches with records. It stops once
                the committed offsets reach the end offsets after the producer finished.
+               ``locality_wait`` sets ``spark.locality.wait``.
 ``retry``      ``createRDD`` over ``partitions`` partitions with ``spark.task.maxFailures=4``;
                each partition's first task attempt fails halfway through its range (partition
                0: its Python worker is SIGKILLed; others: an exception, as a dropped broker
@@ -133,7 +134,10 @@ def stream(config: dict[str, Any]) -> dict[str, Any]:
     from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies
     from dstream_kafka.streaming.context import StreamingContext
 
-    sc = _context(config, {"spark.task.maxFailures": "4"})
+    extra = {"spark.task.maxFailures": "4"}
+    if config.get("locality_wait"):
+        extra["spark.locality.wait"] = str(config["locality_wait"])
+    sc = _context(config, extra)
     ssc = StreamingContext(sc, 1.0)
     directs = KafkaUtils.createDirectStream(
         ssc, LocationStrategies.PreferConsistent,
