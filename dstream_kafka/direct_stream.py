@@ -42,6 +42,7 @@ from dstream_kafka.rate import (
     max_offsets_per_trigger_limit,
 )
 from dstream_kafka.resume import API_TIMEOUT_MS, PartitionPositions
+from dstream_kafka.start_options import StartOptions
 from dstream_kafka.streaming.input import InputDStream
 
 if TYPE_CHECKING:
@@ -83,7 +84,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                  consumerStrategy: ConsumerStrategy,
                  perPartitionConfig: PerPartitionConfig | None = None,
                  offsetStore: OffsetStore | None = None, maxOffsetsPerTrigger: int | None = None,
-                 failOnDataLoss: bool = True) -> None:
+                 failOnDataLoss: bool | None = None,
+                 options: Mapping[str, Any] | None = None) -> None:
         if not isinstance(consumerStrategy, ConsumerStrategy):
             raise ConfigurationError(
                 "consumerStrategy must come from ConsumerStrategies.Subscribe/SubscribePattern/Assign "
@@ -97,14 +99,21 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                 or maxOffsetsPerTrigger <= 0):
             raise ConfigurationError(
                 f"maxOffsetsPerTrigger must be a positive int, got {maxOffsetsPerTrigger!r}")
+        start_options = StartOptions.parse(options, failOnDataLoss)
+        start_options.check_topics(consumerStrategy.topic_names())
+        if start_options.start.kind is not None and consumerStrategy.starting_offsets():
+            raise ConfigurationError(
+                f"option {start_options.start.option} and the consumer strategy's offsets both set "
+                "where partitions start; give the offsets in one place")
         super().__init__(ssc)
+        self.startOptions = start_options
         # Every spark.* key this stream uses is read from this one copy of the SparkConf.
         conf = SparkConfReader(ssc.sparkContext.getConf())
         self.locationStrategy = locationStrategy
         self.consumerStrategy = consumerStrategy
         self.perPartitionConfig = perPartitionConfig or DefaultPerPartitionConfig(conf)
         self.maxOffsetsPerTrigger = maxOffsetsPerTrigger
-        self.failOnDataLoss = bool(failOnDataLoss)
+        self.failOnDataLoss = start_options.fail_on_data_loss
         self.offsetStore = offsetStore
         self._group_id = _group_of(consumerStrategy)
         # Fixed once per stream (Spark does it when the stream is created), not per batch.
@@ -139,7 +148,13 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._store_group = self._group_id or f"stream-{self.id}"
         self._positions = PartitionPositions(consumerStrategy, group_id=self._group_id,
                                              store_group=self._store_group,
-                                             fail_on_data_loss=self.failOnDataLoss)
+                                             fail_on_data_loss=self.failOnDataLoss,
+                                             start_options=start_options)
+        # A bounded run (an ending option): the end offsets, resolved at start; the batch
+        # time after which everything up to them is planned; whether it asked the stop.
+        self._ends: dict[TopicPartition, int] | None = None
+        self._last_batch: int | None = None
+        self._stop_requested = False
 
     @property
     def name(self) -> str:
@@ -197,15 +212,27 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._progress.start(self._conf.conf, str(self), f"{self._store_group}/{self.id}", self.id)
         self._positions.on_data_loss = lambda: count_data_loss(self.id)
         try:
+            self._check_option_partitions()
             stored = self._positions.load(self.offsetStore)
             consumer = self._driver()
             self._paranoid_poll()
             self._positions.start(consumer, self.offsetStore, stored, self._assignment())
+            if self.startOptions.bounded:
+                self._ends = self.startOptions.ends(consumer, self.currentOffsets)
         except BaseException:
             # The context stops only the streams that started: leave the group now, or this
             # driver would keep its partitions from the next stream of the same group.id.
             self._close_consumer()
             raise
+
+    def _check_option_partitions(self) -> None:
+        """Refuse option JSON naming topics or partitions the cluster lacks, before any batch."""
+        topics = self.startOptions.json_topics()
+        if topics:
+            from dstream_kafka.offset_reader import offset_reader
+
+            with offset_reader(self.consumerStrategy.executorKafkaParams) as reader:
+                self.startOptions.check_partitions(reader.existing_partitions(topics))
 
     def latestOffsets(self) -> dict[TopicPartition, int]:
         """Return the latest offset of every assigned partition, tracking new and revoked ones."""
@@ -241,6 +268,10 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         if self.maxOffsetsPerTrigger is not None:
             capped = max_offsets_per_trigger_limit(self.maxOffsetsPerTrigger, current, until)
             until = {tp: min(until[tp], capped[tp]) for tp in until}
+        if self._ends is not None:
+            # A partition found after the start of a bounded run has no end: it reads nothing.
+            until = {tp: min(off, max(self._ends.get(tp, current[tp]), current[tp]))
+                     for tp, off in until.items()}
         return until
 
     # ------------------------------------------------------------------ batches
@@ -266,7 +297,37 @@ class DirectKafkaInputDStream(InputDStream[Any]):
             self.report_input_info(batch_time, sum(r.count() for r in ranges), {
                 "offsets": ranges, "Description": describe_ranges(ranges)})
             self._positions.advance(until, latest, replaying=replay is not None)
+            if self.finished_planning and self._last_batch is None:
+                self._last_batch = batch_time
             return rdd
+
+    @property
+    def finished_planning(self) -> bool:
+        """Whether a bounded run has planned every offset up to its end offsets."""
+        ends = self._ends
+        if ends is None or self._positions.replay is not None:
+            return False
+        return all(off >= ends.get(tp, off) for tp, off in self.currentOffsets.items())
+
+    @property
+    def finished(self) -> bool:
+        """Whether this stream lets its context stop: unbounded, or a bounded run that has
+        processed and committed everything up to its end offsets."""
+        return not self.startOptions.bounded or self._stop_requested
+
+    def _stop_when_finished(self, batch_time: int) -> None:
+        """Stop the context gracefully once every bounded stream of it has committed its end."""
+        if self._last_batch is None or batch_time < self._last_batch or self._stop_requested:
+            return
+        self._stop_requested = True
+        inputs = self._ssc.graph.input_streams
+        if all(getattr(s, "finished", True) for s in inputs):
+            logger.info("Bounded run of %s done: every offset up to %s is committed; stopping "
+                        "the StreamingContext", self.name, self._ends)
+            # Not on this (engine) thread: a graceful stop waits for the engine's threads.
+            threading.Thread(target=self._ssc.stop, name="dstream-bounded-stop",
+                             kwargs={"stopSparkContext": False, "stopGraceFully": True},
+                             daemon=True).start()
 
     def _make_rdd(self, ranges: Sequence[OffsetRange]) -> Any:
         from dstream_kafka.kafka_rdd import build_kafka_rdd, read_settings
@@ -302,6 +363,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                                                    progress.numRecords, processing,
                                                    batch_info.scheduling_delay)
         self._progress.notify(progress)
+        self._stop_when_finished(batch_time)
 
     def on_batch_failed(self, batch_time: int, error: BaseException) -> None:
         # Nothing is committed for a failed batch; the next start re-reads it.

@@ -310,7 +310,8 @@ class KafkaUtils:
                            perPartitionConfig: PerPartitionConfig | None = None, *,
                            offsetStore: OffsetStore | None = None,
                            maxOffsetsPerTrigger: int | None = None,
-                           failOnDataLoss: bool = True) -> DirectKafkaInputDStream:
+                           failOnDataLoss: bool | None = None,
+                           options: Mapping[str, Any] | None = None) -> DirectKafkaInputDStream:
         """Create a direct stream: one :class:`KafkaRDD` per batch, one partition per Kafka partition.
 
         Each batch reads ``[committed offset, latest offset)`` of every partition the consumer
@@ -335,9 +336,20 @@ class KafkaUtils:
             committed offsets or ``auto.offset.reset``.
         maxOffsetsPerTrigger : int, optional
             Structured Streaming's cap on records per batch, shared by lag.
-        failOnDataLoss : bool
-            True: stored offsets that fell out of retention stop the stream with an error.
-            False: continue at the earliest offset and record the lost range in the store.
+        failOnDataLoss : bool, optional
+            True (the default): stored offsets that fell out of retention stop the stream with
+            an error. False: continue at the earliest offset and record the lost range in the
+            store. The ``failOnDataLoss`` option says the same; both must agree.
+        options : mapping of str to str, optional
+            Structured Streaming's Kafka source options (names case-insensitive):
+            ``startingOffsets`` (``earliest``, ``latest`` or JSON ``{"t":{"0":23,"1":-2}}``),
+            ``startingOffsetsByTimestamp``, ``startingTimestamp``,
+            ``startingOffsetsByTimestampStrategy``, ``failOnDataLoss``, and the ending options
+            ``endingOffsets`` (``latest`` or JSON), ``endingOffsetsByTimestamp``,
+            ``endingTimestamp``, which make the stream a bounded run: it reads up to the end
+            offsets resolved at its start in rate-limited batches, commits them and stops the
+            context gracefully (Trigger.AvailableNow). Starting options apply only to partitions
+            the offset store holds no offset for. See :mod:`dstream_kafka.start_options`.
 
         Returns
         -------
@@ -352,4 +364,4 @@ class KafkaUtils:
             _check_worker_python(ssc.sparkContext)
         return DirectKafkaInputDStream(ssc, locationStrategy, consumerStrategy, perPartitionConfig,
                                        offsetStore=offsetStore, maxOffsetsPerTrigger=maxOffsetsPerTrigger,
-                                       failOnDataLoss=failOnDataLoss)
+                                       failOnDataLoss=failOnDataLoss, options=options)
