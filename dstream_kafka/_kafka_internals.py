@@ -60,6 +60,25 @@ def cluster_metadata(consumer: Any) -> Any:
     return _internal(client, "cluster", "KafkaConsumer._client")
 
 
+def refresh_metadata(consumer: Any, timeout_ms: int) -> None:
+    """Fetch fresh cluster metadata for ``consumer`` now, waiting at most ``timeout_ms``.
+
+    The consumer's metadata listeners see it at once: its group coordinator re-matches a
+    subscription pattern and, when partitions or matching topics changed, asks for a rejoin.
+    Uses ``cluster.request_update()`` awaited through ``KafkaConsumer._net`` / ``._manager``
+    (what ``KafkaConsumer.topics()`` does, but bounded, and for the subscribed topics only).
+
+    Raises
+    ------
+    kafka.errors.KafkaTimeoutError
+        When the brokers did not answer in time.
+    """
+    cluster = cluster_metadata(consumer)
+    net = _internal(consumer, "_net", "KafkaConsumer")
+    manager = _internal(consumer, "_manager", "KafkaConsumer")
+    net.run(manager.wait_for, cluster.request_update(), timeout_ms)
+
+
 def leader_host(consumer: Any, tp: TopicPartition) -> str | None:
     """Return the host of ``tp``'s leader broker in ``consumer``'s metadata, None if unknown.
 

@@ -333,8 +333,8 @@ class Subscribe(_BaseStrategy):
 class SubscribePattern(_BaseStrategy):
     """Subscribe to every topic matching a regular expression, re-matched as topics appear.
 
-    Kafka re-evaluates the pattern on each metadata refresh, so new matching topics are found
-    within ``metadata.max.age.ms`` (Kafka's default is 5 minutes; lower it for faster discovery).
+    Kafka re-evaluates the pattern on each metadata refresh; a direct stream refreshes the
+    metadata at every batch, so new matching topics are read from the next batch on.
     Equal when the pattern text, params and offsets are equal.
     """
 

@@ -2,7 +2,8 @@
 
 Per batch, on the driver's scheduler thread (Spark's ``DirectKafkaInputDStream.compute``):
 
-1. a paused ``poll(0)`` keeps the driver consumer in its group and applies rebalances;
+1. a metadata refresh finds new partitions and matching topics (a rejoin when they changed),
+   and a paused ``poll(0)`` keeps the driver consumer in its group and applies rebalances;
 2. partitions that appeared start at their stored/committed offset, else at their first offset;
    partitions that were revoked fail the batch (another stream uses the same ``group.id``);
 3. the latest offsets are clamped by the rate limits (``maxRatePerPartition``, backpressure,
@@ -27,7 +28,12 @@ from dstream_kafka import _kafka_internals
 from dstream_kafka.backpressure import RateController, create_rate_estimator, estimated_rate
 from dstream_kafka.commit_queue import COMMIT_WAIT_ON_STOP_S, CommitCallback, CommitQueue
 from dstream_kafka.config import SparkConfReader
-from dstream_kafka.consumer_strategy import ConsumerStrategy, assignment_timeout, seek_back
+from dstream_kafka.consumer_strategy import (
+    Assign,
+    ConsumerStrategy,
+    assignment_timeout,
+    seek_back,
+)
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.kafka_params import fix_kafka_params
 from dstream_kafka.latest_offsets import PartitionsGone, any_reachable, latest_offsets
@@ -61,6 +67,10 @@ logger = logging.getLogger(__name__)
 
 #: Longest time one batch's driver poll waits for a group rebalance to complete.
 REJOIN_TIMEOUT_S = 30.0
+
+#: Longest wait of a batch's metadata refresh (partition discovery); on timeout the next
+#: batch tries again.
+DISCOVERY_TIMEOUT_MS = 2_000
 
 class DirectKafkaInputDStream(InputDStream[Any]):
     """A stream of :class:`~dstream_kafka.record.ConsumerRecord` RDDs, one Kafka partition per
@@ -180,8 +190,23 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                     self.offsetStore.bind_consumer(self._consumer, self._consumer_lock)
             return self._consumer
 
+    def _discover(self, consumer: Any) -> None:
+        """Refresh the driver's metadata, so partitions added to subscribed topics and new
+        topics matching a pattern join the assignment at this batch, not after
+        ``metadata.max.age.ms`` (Structured Streaming lists partitions at every trigger)."""
+        from kafka.errors import KafkaError
+
+        if isinstance(self.consumerStrategy, Assign):
+            return
+        try:
+            _kafka_internals.refresh_metadata(consumer, DISCOVERY_TIMEOUT_MS)
+        except KafkaError as exc:
+            # Discovery waits for the next batch; an outage is the latest-offsets look-up's.
+            logger.debug("Metadata refresh for partition discovery failed: %s", exc)
+
     def _paranoid_poll(self) -> None:
         consumer = self._driver()
+        self._discover(consumer)
         assigned = consumer.assignment()
         if assigned:
             consumer.pause(*assigned)
