@@ -134,6 +134,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._commits = CommitQueue(self._group_id)
         self._batches: dict[int, tuple[list[OffsetRange], dict[TopicPartition, int]]] = {}
         self._plan_ms: dict[int, float] = {}
+        self._rdds: dict[int, KafkaRDD] = {}
         # Engine batch time -> the batch time the offset store knows it by (differs only for a
         # replayed uncommitted batch, which keeps its original time in the store).
         self._store_times: dict[int, int] = {}
@@ -316,6 +317,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
             if self.offsetStore is not None:
                 self.offsetStore.plan(self._store_group, store_time, ranges)
             rdd = self._make_rdd(ranges)
+            self._rdds[batch_time] = rdd
             behind = {tp: max(latest.get(tp, until[tp]) - until[tp], 0) for tp in until}
             self._batches[batch_time] = (ranges, behind)
             self._plan_ms[batch_time] = (time.perf_counter() - started) * 1000.0
@@ -363,7 +365,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                                     leader_lookup)
         if self._read_settings is None:
             # Deferred to the first batch; read from the stream's one SparkConf copy.
-            self._read_settings = read_settings(self._conf, self._executor_params, self._use_cache)
+            self._read_settings = read_settings(self._conf, self._executor_params, self._use_cache
+                                                )._replace(failOnDataLoss=self.failOnDataLoss)
         return build_kafka_rdd(self._sc, self._executor_params, list(ranges), hosts,
                                settings=self._read_settings)
 
@@ -377,6 +380,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         store = self.offsetStore
         if store is not None and not store.committed_in(self._store_group, store_time):
             store.commit(self._store_group, store_time, ranges)
+        self._record_read_losses(self._rdds.pop(batch_time, None), store_time)
         self._commits.send(self._commit_async)
         commit_ms = (time.perf_counter() - started) * 1000.0
         processing = batch_info.processing_delay
@@ -390,9 +394,24 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._progress.notify(progress)
         self._stop_when_finished(batch_time)
 
+    def _record_read_losses(self, rdd: KafkaRDD | None, store_time: int) -> None:
+        """Log and store the ranges executors skipped because they were deleted from Kafka
+        after the batch was planned (failOnDataLoss=false). After the commit: a loss record
+        moves a stored offset equal to its start, which would break the commit's continuity."""
+        for lost in rdd.lostOffsetRanges() if rdd is not None else []:
+            logger.warning("Records [%d, %d) of %s-%d were deleted from Kafka after batch %d was "
+                           "planned and before executors read them; skipped (failOnDataLoss=false)",
+                           lost.fromOffset, lost.untilOffset, lost.topic, lost.partition,
+                           store_time)
+            count_data_loss(self.id)
+            if self.offsetStore is not None:
+                self.offsetStore.record_data_loss(self._store_group, lost.topicPartition(),
+                                                  lost.fromOffset, lost.untilOffset, store_time)
+
     def on_batch_failed(self, batch_time: int, error: BaseException) -> None:
         # Nothing is committed for a failed batch; the next start re-reads it.
         self._batches.pop(batch_time, None)
+        self._rdds.pop(batch_time, None)
         self._plan_ms.pop(batch_time, None)
         self._store_times.pop(batch_time, None)
 

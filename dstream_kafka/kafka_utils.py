@@ -300,6 +300,8 @@ class KafkaUtils:
         else:
             locations = [None] * len(ranges)
         settings = read_settings(sc, executor_params, use_cache=True, poll_timeout_ms=poll_ms)
+        if str(opts.get("failOnDataLoss", "true")).strip().lower() == "false":
+            settings = settings._replace(failOnDataLoss=False)  # resolution checked the value
         rdd = KafkaRDD(sc, executor_params, ranges, locations, settings)
         rdd._lost_ranges = list(resolution.lost)
         return rdd

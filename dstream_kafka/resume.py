@@ -185,12 +185,17 @@ class PartitionPositions:
         self._first_start_pending = not stored and not assigned
         for tp in sorted(set(self.current) - assigned):
             self.forget_unassigned(consumer, store, tp)
+        if self.current:
+            # Assigned (Assign strategy) but deleted from Kafka: data loss now, rather than
+            # offset look-ups that wait for a partition that is not coming back.
+            self.lose(self.find_vanished(consumer, sorted(self.current)), store)
         for tp in sorted(self.current):
             logger.info("Partition %s-%s starts at offset %s (from the offset store)", tp.topic,
                         tp.partition, self.current[tp])
         if stored:
             self.check_retention(consumer, store, self.current)
-        self.place(consumer, store, sorted(assigned - set(self.current)), first_start=not stored)
+        self.place(consumer, store, sorted(assigned - set(self.current) - self.lost),
+                   first_start=not stored)
         for tp, off in self.current.items():
             consumer.seek(_ktp(tp), off)
 
