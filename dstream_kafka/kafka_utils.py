@@ -107,7 +107,16 @@ def _validate_against_cluster(
         reader.check_partitions(tps)
         reading = sorted({r.topicPartition() for r in ranges if r.count() > 0})
         earliest = reader.earliest(reading)
+        latest = reader.latest(reading)
     for r in ranges:
+        end = latest.get(r.topicPartition())
+        if r.count() > 0 and end is not None and r.untilOffset > end:
+            raise InvalidOffsetRangeError(
+                f"{r} ends past the end of the log of topic {r.topic} partition {r.partition}: "
+                f"the log ends at {end} (the next offset to be written), so offsets "
+                f"[{max(end, r.fromOffset)}, {r.untilOffset}) do not exist yet; end the range at "
+                f"{end} or less, or create the RDD once they are written"
+            )
         start = earliest.get(r.topicPartition())
         if r.count() > 0 and start is not None and r.fromOffset < start:
             raise DataLossError(
@@ -179,9 +188,8 @@ class KafkaUtils:
         Before any job runs this checks the ranges' types, that no two non-empty ranges of
         one partition share an offset (it would be read twice), the location strategy, the Kafka
         parameters and deserializers, that every topic partition exists, and that no
-        non-empty range starts below the earliest offset still in the log. Reading past the
-        end of the log is detected by the executors (data may still arrive): it fails after
-        ``spark.streaming.kafka.consumer.poll.ms``.
+        non-empty range starts below the earliest offset still in the log or ends past the log
+        end (the last stable offset under ``isolation.level=read_committed``).
 
         Parameters
         ----------
@@ -206,6 +214,8 @@ class KafkaUtils:
             A topic or partition that does not exist.
         DataLossError
             A range starting below the log start offset.
+        InvalidOffsetRangeError
+            A range ending past the log end, naming the range and the log end.
         """
         _check_context(sc)
         if isinstance(offsetRanges, (str, bytes)) or not isinstance(offsetRanges, Sequence):
