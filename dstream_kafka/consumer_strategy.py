@@ -25,7 +25,7 @@ from dstream_kafka.kafka_params import stream_driver_config
 from dstream_kafka.offsets import TopicPartition, as_topic_partition
 
 __all__ = ["ConsumerStrategy", "ConsumerStrategies", "Subscribe", "SubscribePattern", "Assign",
-           "assignment_timeout"]
+           "assignment_timeout", "discover_partitions"]
 
 logger = logging.getLogger(__name__)
 
@@ -284,6 +284,28 @@ class _BaseStrategy(ConsumerStrategy):
     def _needs_group(self, what: str, hint: str) -> None:
         if not self.kafkaParams.get("group.id") and not self.kafkaParams.get("group_id"):
             raise ConfigurationError(f"{what} needs kafkaParams['group.id'] (a consumer group){hint}")
+
+
+#: Longest wait of a batch's metadata refresh (partition discovery); on timeout the next
+#: batch tries again.
+DISCOVERY_TIMEOUT_MS = 2_000
+
+
+def discover_partitions(consumer: Any, timeout_ms: int = DISCOVERY_TIMEOUT_MS) -> None:
+    """Refresh a subscribed driver consumer's metadata now, so partitions added to its topics
+    and new topics matching its pattern join the assignment at this batch, not after
+    ``metadata.max.age.ms`` (Structured Streaming lists partitions at every trigger). The
+    group rejoin this asks for runs in the next poll. A refresh that fails or times out is
+    logged at DEBUG: discovery waits for the next batch, and an outage is for the
+    latest-offsets look-up to report."""
+    from kafka.errors import KafkaError
+
+    from dstream_kafka import _kafka_internals
+
+    try:
+        _kafka_internals.refresh_metadata(consumer, timeout_ms)
+    except KafkaError as exc:
+        logger.debug("Metadata refresh for partition discovery failed: %s", exc)
 
 
 def seek_back(consumer: Any, records: Mapping[Any, list[Any]]) -> None:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from dstream_kafka import _kafka_internals
+from dstream_kafka.bounded_run import BoundedRun, stop_when_all_done
 from dstream_kafka.backpressure import RateController, create_rate_estimator, estimated_rate
 from dstream_kafka.commit_queue import COMMIT_WAIT_ON_STOP_S, CommitCallback, CommitQueue
 from dstream_kafka.config import SparkConfReader
@@ -32,6 +33,7 @@ from dstream_kafka.consumer_strategy import (
     Assign,
     ConsumerStrategy,
     assignment_timeout,
+    discover_partitions,
     seek_back,
 )
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
@@ -67,10 +69,6 @@ logger = logging.getLogger(__name__)
 
 #: Longest time one batch's driver poll waits for a group rebalance to complete.
 REJOIN_TIMEOUT_S = 30.0
-
-#: Longest wait of a batch's metadata refresh (partition discovery); on timeout the next
-#: batch tries again.
-DISCOVERY_TIMEOUT_MS = 2_000
 
 class DirectKafkaInputDStream(InputDStream[Any]):
     """A stream of :class:`~dstream_kafka.record.ConsumerRecord` RDDs, one Kafka partition per
@@ -109,12 +107,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                 or maxOffsetsPerTrigger <= 0):
             raise ConfigurationError(
                 f"maxOffsetsPerTrigger must be a positive int, got {maxOffsetsPerTrigger!r}")
-        start_options = StartOptions.parse(options, failOnDataLoss)
-        start_options.check_topics(consumerStrategy.topic_names())
-        if start_options.start.kind is not None and consumerStrategy.starting_offsets():
-            raise ConfigurationError(
-                f"option {start_options.start.option} and the consumer strategy's offsets both set "
-                "where partitions start; give the offsets in one place")
+        start_options = StartOptions.parse(options, failOnDataLoss).checked(consumerStrategy)
         super().__init__(ssc)
         self.startOptions = start_options
         # Every spark.* key this stream uses is read from this one copy of the SparkConf.
@@ -161,11 +154,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                                              store_group=self._store_group,
                                              fail_on_data_loss=self.failOnDataLoss,
                                              start_options=start_options)
-        # A bounded run (an ending option): the end offsets, resolved at start; the batch
-        # time after which everything up to them is planned; whether it asked the stop.
-        self._ends: dict[TopicPartition, int] | None = None
-        self._last_batch: int | None = None
-        self._stop_requested = False
+        self._bounded: BoundedRun | None = None  # with an ending option, from the start on
 
     @property
     def name(self) -> str:
@@ -191,23 +180,10 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                     self.offsetStore.bind_consumer(self._consumer, self._consumer_lock)
             return self._consumer
 
-    def _discover(self, consumer: Any) -> None:
-        """Refresh the driver's metadata, so partitions added to subscribed topics and new
-        topics matching a pattern join the assignment at this batch, not after
-        ``metadata.max.age.ms`` (Structured Streaming lists partitions at every trigger)."""
-        from kafka.errors import KafkaError
-
-        if isinstance(self.consumerStrategy, Assign):
-            return
-        try:
-            _kafka_internals.refresh_metadata(consumer, DISCOVERY_TIMEOUT_MS)
-        except KafkaError as exc:
-            # Discovery waits for the next batch; an outage is the latest-offsets look-up's.
-            logger.debug("Metadata refresh for partition discovery failed: %s", exc)
-
     def _paranoid_poll(self) -> None:
         consumer = self._driver()
-        self._discover(consumer)
+        if not isinstance(self.consumerStrategy, Assign):
+            discover_partitions(consumer)
         assigned = consumer.assignment()
         if assigned:
             consumer.pause(*assigned)
@@ -238,27 +214,18 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._progress.start(self._conf.conf, str(self), f"{self._store_group}/{self.id}", self.id)
         self._positions.on_data_loss = lambda: count_data_loss(self.id)
         try:
-            self._check_option_partitions()
+            self.startOptions.check_cluster(self.consumerStrategy.executorKafkaParams)
             stored = self._positions.load(self.offsetStore)
             consumer = self._driver()
             self._paranoid_poll()
             self._positions.start(consumer, self.offsetStore, stored, self._assignment())
             if self.startOptions.bounded:
-                self._ends = self.startOptions.ends(consumer, self.currentOffsets)
+                self._bounded = BoundedRun(self.startOptions.ends(consumer, self.currentOffsets))
         except BaseException:
             # The context stops only the streams that started: leave the group now, or this
             # driver would keep its partitions from the next stream of the same group.id.
             self._close_consumer()
             raise
-
-    def _check_option_partitions(self) -> None:
-        """Refuse option JSON naming topics or partitions the cluster lacks, before any batch."""
-        topics = self.startOptions.json_topics()
-        if topics:
-            from dstream_kafka.offset_reader import offset_reader
-
-            with offset_reader(self.consumerStrategy.executorKafkaParams) as reader:
-                self.startOptions.check_partitions(reader.existing_partitions(topics))
 
     def latestOffsets(self) -> dict[TopicPartition, int]:
         """Return the latest offset of every assigned partition, tracking new and revoked ones."""
@@ -294,10 +261,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         if self.maxOffsetsPerTrigger is not None:
             capped = max_offsets_per_trigger_limit(self.maxOffsetsPerTrigger, current, until)
             until = {tp: min(until[tp], capped[tp]) for tp in until}
-        if self._ends is not None:
-            # A partition found after the start of a bounded run has no end: it reads nothing.
-            until = {tp: min(off, max(self._ends.get(tp, current[tp]), current[tp]))
-                     for tp, off in until.items()}
+        if self._bounded is not None:
+            until = self._bounded.limit(until, current)
         return until
 
     # ------------------------------------------------------------------ batches
@@ -324,37 +289,16 @@ class DirectKafkaInputDStream(InputDStream[Any]):
             self.report_input_info(batch_time, sum(r.count() for r in ranges), {
                 "offsets": ranges, "Description": describe_ranges(ranges)})
             self._positions.advance(until, latest, replaying=replay is not None)
-            if self.finished_planning and self._last_batch is None:
-                self._last_batch = batch_time
+            if self._bounded is not None:
+                self._bounded.planned(batch_time, self.currentOffsets,
+                                      self._positions.replay is not None)
             return rdd
-
-    @property
-    def finished_planning(self) -> bool:
-        """Whether a bounded run has planned every offset up to its end offsets."""
-        ends = self._ends
-        if ends is None or self._positions.replay is not None:
-            return False
-        return all(off >= ends.get(tp, off) for tp, off in self.currentOffsets.items())
 
     @property
     def finished(self) -> bool:
         """Whether this stream lets its context stop: unbounded, or a bounded run that has
         processed and committed everything up to its end offsets."""
-        return not self.startOptions.bounded or self._stop_requested
-
-    def _stop_when_finished(self, batch_time: int) -> None:
-        """Stop the context gracefully once every bounded stream of it has committed its end."""
-        if self._last_batch is None or batch_time < self._last_batch or self._stop_requested:
-            return
-        self._stop_requested = True
-        inputs = self._ssc.graph.input_streams
-        if all(getattr(s, "finished", True) for s in inputs):
-            logger.info("Bounded run of %s done: every offset up to %s is committed; stopping "
-                        "the StreamingContext", self.name, self._ends)
-            # Not on this (engine) thread: a graceful stop waits for the engine's threads.
-            threading.Thread(target=self._ssc.stop, name="dstream-bounded-stop",
-                             kwargs={"stopSparkContext": False, "stopGraceFully": True},
-                             daemon=True).start()
+        return not self.startOptions.bounded or (self._bounded is not None and self._bounded.done)
 
     def _make_rdd(self, ranges: Sequence[OffsetRange]) -> Any:
         from dstream_kafka.kafka_rdd import build_kafka_rdd, read_settings
@@ -392,7 +336,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                                                    progress.numRecords, processing,
                                                    batch_info.scheduling_delay)
         self._progress.notify(progress)
-        self._stop_when_finished(batch_time)
+        if self._bounded is not None and self._bounded.completed(batch_time):
+            stop_when_all_done(self._ssc, self.name, self._bounded)
 
     def _record_read_losses(self, rdd: KafkaRDD | None, store_time: int) -> None:
         """Log and store the ranges executors skipped because they were deleted from Kafka

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dstream_kafka.consumer_strategy import ConsumerStrategy
 from dstream_kafka.errors import ConfigurationError, DataLossError
 from dstream_kafka.offset_resolution import check_loss
 from dstream_kafka.offsets import (
@@ -236,6 +237,31 @@ class StartOptions:
     def bounded(self) -> bool:
         """Whether an ending option makes the stream stop at its end offsets."""
         return self.end.kind is not None
+
+    def checked(self, strategy: ConsumerStrategy) -> StartOptions:
+        """Return these options after checking them against the consumer ``strategy``.
+
+        Raises
+        ------
+        ConfigurationError
+            JSON naming a topic the strategy does not read, or starting offsets given both
+            as an option and to the strategy.
+        """
+        self.check_topics(strategy.topic_names())
+        if self.start.kind is not None and strategy.starting_offsets():
+            raise ConfigurationError(
+                f"option {self.start.option} and the consumer strategy's offsets both set where "
+                "partitions start; give the offsets in one place")
+        return self
+
+    def check_cluster(self, kafkaParams: Mapping[str, Any]) -> None:
+        """Refuse JSON naming topics or partitions the cluster lacks (one metadata request)."""
+        topics = self.json_topics()
+        if topics:
+            from dstream_kafka.offset_reader import offset_reader
+
+            with offset_reader(kafkaParams) as reader:
+                self.check_partitions(reader.existing_partitions(topics))
 
     def check_topics(self, topics: Sequence[str] | None) -> None:
         """Refuse JSON that names a topic the consumer strategy does not read.
