@@ -54,6 +54,17 @@ def needs_rejoin(consumer: Any) -> bool:
     return bool(_internal(coordinator, "need_rejoin", "ConsumerCoordinator")())
 
 
+def rebalancing(consumer: Any) -> bool:
+    """Return True while ``consumer``'s group rebalance is under way.
+
+    Reads ``KafkaConsumer._coordinator.rebalance_in_progress()``. A leader's ``need_rejoin``
+    turns false as soon as it has computed the new assignment, before its SyncGroup answer
+    is in, so the new partitions are not assigned until this is false too.
+    """
+    coordinator = _internal(consumer, "_coordinator", "KafkaConsumer")
+    return bool(_internal(coordinator, "rebalance_in_progress", "ConsumerCoordinator")())
+
+
 def cluster_metadata(consumer: Any) -> Any:
     """Return ``consumer``'s cluster metadata (``KafkaConsumer._client.cluster``)."""
     client = _internal(consumer, "_client", "KafkaConsumer")
