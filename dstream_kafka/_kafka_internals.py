@@ -54,15 +54,16 @@ def needs_rejoin(consumer: Any) -> bool:
     return bool(_internal(coordinator, "need_rejoin", "ConsumerCoordinator")())
 
 
-def rebalancing(consumer: Any) -> bool:
-    """Return True while ``consumer``'s group rebalance is under way.
+def request_rejoin(consumer: Any) -> None:
+    """Make ``consumer``'s group rejoin stay wanted until the new assignment is in.
 
-    Reads ``KafkaConsumer._coordinator.rebalance_in_progress()``. A leader's ``need_rejoin``
-    turns false as soon as it has computed the new assignment, before its SyncGroup answer
-    is in, so the new partitions are not assigned until this is false too.
+    Calls ``KafkaConsumer._coordinator.request_rejoin()``. A rejoin that a metadata change
+    asks for (new partitions, a new matching topic) is otherwise wanted only until the leader
+    has computed the new assignment, and kafka-python 3.0.12 then stops awaiting the join it
+    started, so the new partitions are never assigned.
     """
     coordinator = _internal(consumer, "_coordinator", "KafkaConsumer")
-    return bool(_internal(coordinator, "rebalance_in_progress", "ConsumerCoordinator")())
+    _internal(coordinator, "request_rejoin", "ConsumerCoordinator")()
 
 
 def cluster_metadata(consumer: Any) -> Any:

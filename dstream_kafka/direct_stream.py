@@ -192,11 +192,9 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         # when another member joined, poll briefly until the rebalance is through; otherwise
         # the group would wait for us until max.poll.interval.ms.
         deadline = time.monotonic() + REJOIN_TIMEOUT_S
-        rejoined = False
-        while ((_kafka_internals.needs_rejoin(consumer)
-                or rejoined and _kafka_internals.rebalancing(consumer))
-               and time.monotonic() < deadline):
-            rejoined = True  # then until the new assignment is in (SyncGroup answered)
+        if _kafka_internals.needs_rejoin(consumer):
+            _kafka_internals.request_rejoin(consumer)  # wanted until the assignment is in
+        while _kafka_internals.needs_rejoin(consumer) and time.monotonic() < deadline:
             records = {**records, **consumer.poll(timeout_ms=100)}
         if records:
             # A poll should not return data for paused partitions; if it did, undo it so the

@@ -39,9 +39,10 @@ def _require(owner: Any, name: str, where: str) -> Any:
 def test_the_rejoin_check_reads_the_coordinators_need_rejoin(consumer) -> None:
     coordinator = _require(consumer, "_coordinator", "KafkaConsumer")
     assert callable(_require(coordinator, "need_rejoin", "KafkaConsumer._coordinator"))
-    assert callable(_require(coordinator, "rebalance_in_progress", "KafkaConsumer._coordinator"))
+    assert callable(_require(coordinator, "request_rejoin", "KafkaConsumer._coordinator"))
     assert _kafka_internals.needs_rejoin(consumer) is False  # not subscribed: nothing to join
-    assert _kafka_internals.rebalancing(consumer) is False
+    _kafka_internals.request_rejoin(consumer)
+    assert _kafka_internals.needs_rejoin(consumer) is False  # still: nothing subscribed
 
 
 def test_the_leader_lookup_reads_the_clients_cluster_metadata(consumer) -> None:
