@@ -54,10 +54,41 @@ def needs_rejoin(consumer: Any) -> bool:
     return bool(_internal(coordinator, "need_rejoin", "ConsumerCoordinator")())
 
 
+def request_rejoin(consumer: Any) -> None:
+    """Make ``consumer``'s group rejoin stay wanted until the new assignment is in.
+
+    Calls ``KafkaConsumer._coordinator.request_rejoin()``. A rejoin that a metadata change
+    asks for (new partitions, a new matching topic) is otherwise wanted only until the leader
+    has computed the new assignment, and kafka-python 3.0.12 then stops awaiting the join it
+    started, so the new partitions are never assigned.
+    """
+    coordinator = _internal(consumer, "_coordinator", "KafkaConsumer")
+    _internal(coordinator, "request_rejoin", "ConsumerCoordinator")()
+
+
 def cluster_metadata(consumer: Any) -> Any:
     """Return ``consumer``'s cluster metadata (``KafkaConsumer._client.cluster``)."""
     client = _internal(consumer, "_client", "KafkaConsumer")
     return _internal(client, "cluster", "KafkaConsumer._client")
+
+
+def refresh_metadata(consumer: Any, timeout_ms: int) -> None:
+    """Fetch fresh cluster metadata for ``consumer`` now, waiting at most ``timeout_ms``.
+
+    The consumer's metadata listeners see it at once: its group coordinator re-matches a
+    subscription pattern and, when partitions or matching topics changed, asks for a rejoin.
+    Uses ``cluster.request_update()`` awaited through ``KafkaConsumer._net`` / ``._manager``
+    (what ``KafkaConsumer.topics()`` does, but bounded, and for the subscribed topics only).
+
+    Raises
+    ------
+    kafka.errors.KafkaTimeoutError
+        When the brokers did not answer in time.
+    """
+    cluster = cluster_metadata(consumer)
+    net = _internal(consumer, "_net", "KafkaConsumer")
+    manager = _internal(consumer, "_manager", "KafkaConsumer")
+    net.run(manager.wait_for, cluster.request_update(), timeout_ms)
 
 
 def leader_host(consumer: Any, tp: TopicPartition) -> str | None:

@@ -26,7 +26,7 @@ from dstream_kafka.security_params import check_credentials
 from dstream_kafka.offsets import TopicPartition, as_topic_partition
 
 __all__ = ["ConsumerStrategy", "ConsumerStrategies", "Subscribe", "SubscribePattern", "Assign",
-           "assignment_timeout"]
+           "assignment_timeout", "discover_partitions"]
 
 logger = logging.getLogger(__name__)
 
@@ -289,6 +289,28 @@ class _BaseStrategy(ConsumerStrategy):
             raise ConfigurationError(f"{what} needs kafkaParams['group.id'] (a consumer group){hint}")
 
 
+#: Longest wait of a batch's metadata refresh (partition discovery); on timeout the next
+#: batch tries again.
+DISCOVERY_TIMEOUT_MS = 2_000
+
+
+def discover_partitions(consumer: Any, timeout_ms: int = DISCOVERY_TIMEOUT_MS) -> None:
+    """Refresh a subscribed driver consumer's metadata now, so partitions added to its topics
+    and new topics matching its pattern join the assignment at this batch, not after
+    ``metadata.max.age.ms`` (Structured Streaming lists partitions at every trigger). The
+    group rejoin this asks for runs in the next poll. A refresh that fails or times out is
+    logged at DEBUG: discovery waits for the next batch, and an outage is for the
+    latest-offsets look-up to report."""
+    from kafka.errors import KafkaError
+
+    from dstream_kafka import _kafka_internals
+
+    try:
+        _kafka_internals.refresh_metadata(consumer, timeout_ms)
+    except KafkaError as exc:
+        logger.debug("Metadata refresh for partition discovery failed: %s", exc)
+
+
 def seek_back(consumer: Any, records: Mapping[Any, list[Any]]) -> None:
     """Undo a poll that returned records: seek each partition to its smallest returned offset."""
     for tp, recs in records.items():
@@ -336,8 +358,8 @@ class Subscribe(_BaseStrategy):
 class SubscribePattern(_BaseStrategy):
     """Subscribe to every topic matching a regular expression, re-matched as topics appear.
 
-    Kafka re-evaluates the pattern on each metadata refresh, so new matching topics are found
-    within ``metadata.max.age.ms`` (Kafka's default is 5 minutes; lower it for faster discovery).
+    Kafka re-evaluates the pattern on each metadata refresh; a direct stream refreshes the
+    metadata at every batch, so new matching topics are read from the next batch on.
     Equal when the pattern text, params and offsets are equal.
     """
 

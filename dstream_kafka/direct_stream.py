@@ -2,7 +2,8 @@
 
 Per batch, on the driver's scheduler thread (Spark's ``DirectKafkaInputDStream.compute``):
 
-1. a paused ``poll(0)`` keeps the driver consumer in its group and applies rebalances;
+1. a metadata refresh finds new partitions and matching topics (a rejoin when they changed),
+   and a paused ``poll(0)`` keeps the driver consumer in its group and applies rebalances;
 2. partitions that appeared start at their stored/committed offset, else at their first offset;
    partitions that were revoked fail the batch (another stream uses the same ``group.id``);
 3. the latest offsets are clamped by the rate limits (``maxRatePerPartition``, backpressure,
@@ -24,10 +25,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from dstream_kafka import _kafka_internals
+from dstream_kafka.bounded_run import BoundedRun, stop_when_all_done
 from dstream_kafka.backpressure import RateController, create_rate_estimator, estimated_rate
 from dstream_kafka.commit_queue import COMMIT_WAIT_ON_STOP_S, CommitCallback, CommitQueue
 from dstream_kafka.config import SparkConfReader
-from dstream_kafka.consumer_strategy import ConsumerStrategy, assignment_timeout, seek_back
+from dstream_kafka.consumer_strategy import (
+    Assign,
+    ConsumerStrategy,
+    assignment_timeout,
+    discover_partitions,
+    seek_back,
+)
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.kafka_params import fix_kafka_params
 from dstream_kafka.latest_offsets import PartitionsGone, any_reachable, latest_offsets
@@ -42,6 +50,7 @@ from dstream_kafka.rate import (
     max_offsets_per_trigger_limit,
 )
 from dstream_kafka.resume import API_TIMEOUT_MS, PartitionPositions
+from dstream_kafka.start_options import StartOptions
 from dstream_kafka.streaming.input import InputDStream
 
 if TYPE_CHECKING:
@@ -83,7 +92,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                  consumerStrategy: ConsumerStrategy,
                  perPartitionConfig: PerPartitionConfig | None = None,
                  offsetStore: OffsetStore | None = None, maxOffsetsPerTrigger: int | None = None,
-                 failOnDataLoss: bool = True) -> None:
+                 failOnDataLoss: bool | None = None,
+                 options: Mapping[str, Any] | None = None) -> None:
         if not isinstance(consumerStrategy, ConsumerStrategy):
             raise ConfigurationError(
                 "consumerStrategy must come from ConsumerStrategies.Subscribe/SubscribePattern/Assign "
@@ -97,14 +107,16 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                 or maxOffsetsPerTrigger <= 0):
             raise ConfigurationError(
                 f"maxOffsetsPerTrigger must be a positive int, got {maxOffsetsPerTrigger!r}")
+        start_options = StartOptions.parse(options, failOnDataLoss).checked(consumerStrategy)
         super().__init__(ssc)
+        self.startOptions = start_options
         # Every spark.* key this stream uses is read from this one copy of the SparkConf.
         conf = SparkConfReader(ssc.sparkContext.getConf())
         self.locationStrategy = locationStrategy
         self.consumerStrategy = consumerStrategy
         self.perPartitionConfig = perPartitionConfig or DefaultPerPartitionConfig(conf)
         self.maxOffsetsPerTrigger = maxOffsetsPerTrigger
-        self.failOnDataLoss = bool(failOnDataLoss)
+        self.failOnDataLoss = start_options.fail_on_data_loss
         self.offsetStore = offsetStore
         self._group_id = _group_of(consumerStrategy)
         # Fixed once per stream (Spark does it when the stream is created), not per batch.
@@ -115,6 +127,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._commits = CommitQueue(self._group_id)
         self._batches: dict[int, tuple[list[OffsetRange], dict[TopicPartition, int]]] = {}
         self._plan_ms: dict[int, float] = {}
+        self._rdds: dict[int, KafkaRDD] = {}
         # Engine batch time -> the batch time the offset store knows it by (differs only for a
         # replayed uncommitted batch, which keeps its original time in the store).
         self._store_times: dict[int, int] = {}
@@ -139,7 +152,9 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._store_group = self._group_id or f"stream-{self.id}"
         self._positions = PartitionPositions(consumerStrategy, group_id=self._group_id,
                                              store_group=self._store_group,
-                                             fail_on_data_loss=self.failOnDataLoss)
+                                             fail_on_data_loss=self.failOnDataLoss,
+                                             start_options=start_options)
+        self._bounded: BoundedRun | None = None  # with an ending option, from the start on
 
     @property
     def name(self) -> str:
@@ -167,6 +182,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
 
     def _paranoid_poll(self) -> None:
         consumer = self._driver()
+        if not isinstance(self.consumerStrategy, Assign):
+            discover_partitions(consumer)
         assigned = consumer.assignment()
         if assigned:
             consumer.pause(*assigned)
@@ -175,6 +192,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         # when another member joined, poll briefly until the rebalance is through; otherwise
         # the group would wait for us until max.poll.interval.ms.
         deadline = time.monotonic() + REJOIN_TIMEOUT_S
+        if _kafka_internals.needs_rejoin(consumer):
+            _kafka_internals.request_rejoin(consumer)  # wanted until the assignment is in
         while _kafka_internals.needs_rejoin(consumer) and time.monotonic() < deadline:
             records = {**records, **consumer.poll(timeout_ms=100)}
         if records:
@@ -198,10 +217,13 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                              store=self.offsetStore, group=self._store_group)
         self._positions.on_data_loss = lambda: count_data_loss(self.id)
         try:
+            self.startOptions.check_cluster(self.consumerStrategy.executorKafkaParams)
             stored = self._positions.load(self.offsetStore)
             consumer = self._driver()
             self._paranoid_poll()
             self._positions.start(consumer, self.offsetStore, stored, self._assignment())
+            if self.startOptions.bounded:
+                self._bounded = BoundedRun(self.startOptions.ends(consumer, self.currentOffsets))
         except BaseException:
             # The context stops only the streams that started: leave the group now, or this
             # driver would keep its partitions from the next stream of the same group.id.
@@ -242,6 +264,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         if self.maxOffsetsPerTrigger is not None:
             capped = max_offsets_per_trigger_limit(self.maxOffsetsPerTrigger, current, until)
             until = {tp: min(until[tp], capped[tp]) for tp in until}
+        if self._bounded is not None:
+            until = self._bounded.limit(until, current)
         return until
 
     # ------------------------------------------------------------------ batches
@@ -261,13 +285,23 @@ class DirectKafkaInputDStream(InputDStream[Any]):
             if self.offsetStore is not None:
                 self.offsetStore.plan(self._store_group, store_time, ranges)
             rdd = self._make_rdd(ranges)
+            self._rdds[batch_time] = rdd
             behind = {tp: max(latest.get(tp, until[tp]) - until[tp], 0) for tp in until}
             self._batches[batch_time] = (ranges, behind)
             self._plan_ms[batch_time] = (time.perf_counter() - started) * 1000.0
             self.report_input_info(batch_time, sum(r.count() for r in ranges), {
                 "offsets": ranges, "Description": describe_ranges(ranges)})
             self._positions.advance(until, latest, replaying=replay is not None)
+            if self._bounded is not None:
+                self._bounded.planned(batch_time, self.currentOffsets,
+                                      self._positions.replay is not None)
             return rdd
+
+    @property
+    def finished(self) -> bool:
+        """Whether this stream lets its context stop: unbounded, or a bounded run that has
+        processed and committed everything up to its end offsets."""
+        return not self.startOptions.bounded or (self._bounded is not None and self._bounded.done)
 
     def _make_rdd(self, ranges: Sequence[OffsetRange]) -> Any:
         from dstream_kafka.kafka_rdd import build_kafka_rdd, read_settings
@@ -278,7 +312,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                                     leader_lookup)
         if self._read_settings is None:
             # Deferred to the first batch; read from the stream's one SparkConf copy.
-            self._read_settings = read_settings(self._conf, self._executor_params, self._use_cache)
+            self._read_settings = read_settings(self._conf, self._executor_params, self._use_cache
+                                                )._replace(failOnDataLoss=self.failOnDataLoss)
         return build_kafka_rdd(self._sc, self._executor_params, list(ranges), hosts,
                                settings=self._read_settings)
 
@@ -292,6 +327,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         store = self.offsetStore
         if store is not None and not store.committed_in(self._store_group, store_time):
             store.commit(self._store_group, store_time, ranges)
+        self._record_read_losses(self._rdds.pop(batch_time, None), store_time)
         self._commits.send(self._commit_async)
         commit_ms = (time.perf_counter() - started) * 1000.0
         processing = batch_info.processing_delay
@@ -303,10 +339,27 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                                                    progress.numRecords, processing,
                                                    batch_info.scheduling_delay)
         self._progress.notify(progress)
+        if self._bounded is not None and self._bounded.completed(batch_time):
+            stop_when_all_done(self._ssc, self.name, self._bounded)
+
+    def _record_read_losses(self, rdd: KafkaRDD | None, store_time: int) -> None:
+        """Log and store the ranges executors skipped because they were deleted from Kafka
+        after the batch was planned (failOnDataLoss=false). After the commit: a loss record
+        moves a stored offset equal to its start, which would break the commit's continuity."""
+        for lost in rdd.lostOffsetRanges() if rdd is not None else []:
+            logger.warning("Records [%d, %d) of %s-%d were deleted from Kafka after batch %d was "
+                           "planned and before executors read them; skipped (failOnDataLoss=false)",
+                           lost.fromOffset, lost.untilOffset, lost.topic, lost.partition,
+                           store_time)
+            count_data_loss(self.id)
+            if self.offsetStore is not None:
+                self.offsetStore.record_data_loss(self._store_group, lost.topicPartition(),
+                                                  lost.fromOffset, lost.untilOffset, store_time)
 
     def on_batch_failed(self, batch_time: int, error: BaseException) -> None:
         # Nothing is committed for a failed batch; the next start re-reads it.
         self._batches.pop(batch_time, None)
+        self._rdds.pop(batch_time, None)
         self._plan_ms.pop(batch_time, None)
         self._store_times.pop(batch_time, None)
 

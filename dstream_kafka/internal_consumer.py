@@ -42,6 +42,7 @@ __all__ = [
     "COUNTERS",
     "CacheKey",
     "InternalKafkaConsumer",
+    "RecordsDeletedError",
     "bump",
     "counters_snapshot",
     "reset_counters",
@@ -59,6 +60,27 @@ _ALLOW_HINT = (
     "If this is a compacted topic, consider enabling "
     "spark.streaming.kafka.allowNonConsecutiveOffsets"
 )
+
+
+class RecordsDeletedError(DataLossError):
+    """Records of a planned range were deleted from Kafka before an executor read them.
+
+    Attributes
+    ----------
+    topic, partition : str, int
+    offset : int
+        The first offset that was asked for and is gone.
+    earliest : int
+        The log start offset when the read failed: ``[offset, earliest)`` is lost.
+    """
+
+    def __init__(self, message: str, topic: str, partition: int, offset: int,
+                 earliest: int) -> None:
+        super().__init__(message)
+        self.topic, self.partition, self.offset, self.earliest = topic, partition, offset, earliest
+
+    def __reduce__(self) -> Any:
+        return type(self), (str(self), self.topic, self.partition, self.offset, self.earliest)
 
 
 def _matching_prefix(offsets: list[int], wanted: range) -> int:
@@ -223,12 +245,13 @@ class InternalKafkaConsumer:
         except Exception:
             earliest = latest = None
         if earliest is not None and offset < earliest:
-            return DataLossError(
+            return RecordsDeletedError(
                 f"Offset {offset} of {self._tp_text()} is no longer in Kafka for "
                 f"{self.key.groupId}: "
                 f"the earliest available offset is {earliest}, so records [{offset}, {earliest}) "
                 "were removed (retention, delete-records or topic re-creation) after the range "
-                "was planned"
+                "was planned; set failOnDataLoss=false to skip them and record the loss",
+                self.key.topic, self.key.partition, offset, int(earliest)
             )
         return KafkaReadError(
             f"Offset {offset} of {self._tp_text()} is out of range for {self.key.groupId}: "

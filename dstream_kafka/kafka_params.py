@@ -195,6 +195,18 @@ def _coerce(key: str, shown: str, value: Any, defaults: Mapping[str, Any]) -> An
     return value
 
 
+def _did_you_mean(key: str, name: str, known: Mapping[str, Any]) -> str:
+    """The closest known parameters to ``key`` in the user's spelling: Java (dotted) names for
+    a dotted ``key``, kafka-python names otherwise; "" when none is close."""
+    close = difflib.get_close_matches(name, list(known), n=3)
+    if "." in key:
+        renamed_from = {python: java for java, python in RENAMED.items()}
+        # The plain dotted form where it means the same (bootstrap.servers), else the old name.
+        close = [c.replace("_", ".") if c.replace("_", ".") not in RENAMED
+                 else renamed_from.get(c, c) for c in close]
+    return f"; did you mean {', '.join(close)}?" if close else ""
+
+
 def consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
     """Translate ``kafkaParams`` into ``kafka.KafkaConsumer`` keyword arguments.
 
@@ -235,9 +247,8 @@ def consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
             continue
         name = RENAMED.get(key, key.replace(".", "_"))
         if name not in defaults:
-            close = difflib.get_close_matches(name, list(defaults), n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise ConfigurationError(f"Unknown Kafka consumer parameter {key!r}{hint}")
+            raise ConfigurationError(
+                f"Unknown Kafka consumer parameter {key!r}{_did_you_mean(key, name, defaults)}")
         if name in ("key_deserializer", "value_deserializer"):
             out[name] = validate_deserializer(key, value)
         elif name in out and out[name] != value:

@@ -20,6 +20,8 @@ import weakref
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Callable, NamedTuple, cast
 
+from pyspark.accumulators import AccumulatorParam
+
 from dstream_kafka._spark_internals import (
     PipelinedRDD,
     live_conf,
@@ -30,10 +32,10 @@ from dstream_kafka._spark_internals import (
 from dstream_kafka.backends import DEFAULT_BACKEND, check_backend
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.consumer_cache import CacheKey, CacheSettings, acquire
-from dstream_kafka.internal_consumer import counters_snapshot
-from dstream_kafka.metrics import cache_accumulator, report_cache_counters
 from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.internal_consumer import RecordsDeletedError, counters_snapshot
 from dstream_kafka.kafka_params import params_fingerprint
+from dstream_kafka.metrics import cache_accumulator, report_cache_counters
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.placement import preferred_locations_for
 from dstream_kafka.record import ConsumerRecord
@@ -66,6 +68,9 @@ class ReadSettings(NamedTuple):
     backend : str
         ``spark.streaming.kafka.consumer.backend``: the executor client library,
         ``kafka-python`` (default) or ``confluent-kafka``.
+    failOnDataLoss : bool
+        False: records deleted after the range was planned are skipped and reported to the
+        driver (:meth:`KafkaRDD.lostOffsetRanges`) instead of failing the task.
     """
 
     groupId: str
@@ -75,6 +80,7 @@ class ReadSettings(NamedTuple):
     cache: CacheSettings = CacheSettings()
     fingerprint: str = ""
     backend: str = DEFAULT_BACKEND
+    failOnDataLoss: bool = True
 
 
 def read_settings(
@@ -120,16 +126,34 @@ def read_settings(
 
 
 def read_range(
-    descriptor: Sequence[Any], kafka_config: Mapping[str, Any], settings: ReadSettings
+    descriptor: Sequence[Any], kafka_config: Mapping[str, Any], settings: ReadSettings,
+    on_lost: Callable[[tuple[str, int, int, int]], None] | None = None,
 ) -> Generator[ConsumerRecord, None, None]:
     """Yield the records of one range descriptor ``(index, topic, partition, from, until)``.
 
     An empty range acquires no consumer. The consumer is released when the iteration ends,
-    fails or is abandoned; after a failure it is discarded rather than cached.
+    fails or is abandoned; after a failure it is discarded rather than cached. With
+    ``settings.failOnDataLoss`` false, records deleted from Kafka after planning are skipped:
+    ``on_lost((topic, partition, from, until))`` gets each lost range and reading goes on at
+    the log start.
     """
     _, topic, partition, from_offset, until_offset = descriptor
-    if from_offset >= until_offset:
-        return
+    while from_offset < until_offset:
+        try:
+            yield from _read_plain(topic, partition, from_offset, until_offset, kafka_config,
+                                   settings)
+            return
+        except RecordsDeletedError as lost:
+            if settings.failOnDataLoss or on_lost is None:
+                raise
+            resume = max(from_offset, min(lost.earliest, until_offset))
+            on_lost((topic, partition, lost.offset, resume))
+            from_offset = resume
+
+
+def _read_plain(topic: str, partition: int, from_offset: int, until_offset: int,
+                kafka_config: Mapping[str, Any], settings: ReadSettings
+                ) -> Generator[ConsumerRecord, None, None]:
     handle = acquire(
         CacheKey(settings.groupId, topic, partition),
         kafka_config,
@@ -166,8 +190,11 @@ class _ChainedReaders(itertools.chain[ConsumerRecord]):
 
 def _partition_reader(
     kafka_config: Mapping[str, Any], settings: ReadSettings, ranges: Sequence[tuple[Any, ...]],
-    cache_counters: Any = None,
+    cache_counters: Any = None, losses: Any = None,
 ) -> Callable[[int, Iterable[Any]], Iterator[ConsumerRecord]]:
+    # ``losses`` is a Spark accumulator of lost ranges (failOnDataLoss=false), else None.
+    on_lost = None if losses is None else (lambda lost: losses.add([lost]))
+
     def read_partition(_split: int, elements: Iterable[Any]) -> Iterator[ConsumerRecord]:
         before = counters_snapshot()
         # Drain the input first: a Python worker whose input was not fully read is not reused,
@@ -180,7 +207,8 @@ def _partition_reader(
                 raise RuntimeError(f"partition {index} is {topic}-{partition}, its range is "
                                    f"{descriptor[1]}-{descriptor[2]}")
             descriptors.append(descriptor)
-        readers = [read_range(descriptor, kafka_config, settings) for descriptor in descriptors]
+        readers = [read_range(descriptor, kafka_config, settings, on_lost)
+                   for descriptor in descriptors]
         if cache_counters is not None:  # the driver's sum of executor counters (metrics.py)
             readers.append(report_cache_counters(cache_counters, before))
         return _ChainedReaders.of(readers)
@@ -277,7 +305,10 @@ class KafkaRDD(PipelinedRDD[tuple[int, str, int], ConsumerRecord]):
         ]
         self._source_jrdd = _located_source(sc, [(r.topic, r.partition) for r in ranges], locations)
         source = python_rdd(self._source_jrdd, sc)
-        reader = _partition_reader(dict(kafka_config), settings, descriptors, cache_accumulator(sc))
+        # Ranges lost while reading come back to the driver through an accumulator.
+        self._losses = None if settings.failOnDataLoss else sc.accumulator([], _LostRanges())
+        reader = _partition_reader(dict(kafka_config), settings, descriptors,
+                                   cache_accumulator(sc), self._losses)
         super().__init__(source, reader, True)
         self._offset_ranges = ranges
         self._settings = settings
@@ -324,12 +355,15 @@ class KafkaRDD(PipelinedRDD[tuple[int, str, int], ConsumerRecord]):
         return list(self._offset_ranges)
 
     def lostOffsetRanges(self) -> list[OffsetRange]:
-        """Return the ranges that were no longer in Kafka when this RDD was planned.
+        """Return the ranges that were not read because they were no longer in Kafka.
 
-        Only :meth:`~dstream_kafka.kafka_utils.KafkaUtils.createRDDFromOptions` with
-        ``failOnDataLoss=False`` fills it; they are not read.
+        With ``failOnDataLoss=False`` only: those already gone when the RDD was planned
+        (:meth:`~dstream_kafka.kafka_utils.KafkaUtils.createRDDFromOptions`), then those
+        that executors found deleted while reading (after the jobs that read them finished;
+        each once, however many jobs read the RDD).
         """
-        return list(self._lost_ranges)
+        read_lost = sorted(set(self._losses.value)) if self._losses is not None else []
+        return list(self._lost_ranges) + [OffsetRange(*lost) for lost in read_lost]
 
     def preferredLocations(self, split: int) -> list[str]:
         """Return the Spark preferred locations of partition ``split`` (read from the JVM)."""
@@ -394,6 +428,17 @@ class KafkaRDD(PipelinedRDD[tuple[int, str, int], ConsumerRecord]):
     def __repr__(self) -> str:
         more = "..." if len(self._offset_ranges) > 3 else ""
         return f"KafkaRDD[{len(self._offset_ranges)} ranges] {self._offset_ranges[:3]!r}{more}"
+
+
+class _LostRanges(AccumulatorParam):
+    """Accumulates ``(topic, partition, from, until)`` tuples of ranges lost while reading."""
+
+    def zero(self, value: Any) -> list[tuple[str, int, int, int]]:
+        return []
+
+    def addInPlace(self, value1: Any, value2: Any) -> Any:
+        value1.extend(value2)
+        return value1
 
 
 def build_kafka_rdd(

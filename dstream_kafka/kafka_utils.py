@@ -107,7 +107,16 @@ def _validate_against_cluster(
         reader.check_partitions(tps)
         reading = sorted({r.topicPartition() for r in ranges if r.count() > 0})
         earliest = reader.earliest(reading)
+        latest = reader.latest(reading)
     for r in ranges:
+        end = latest.get(r.topicPartition())
+        if r.count() > 0 and end is not None and r.untilOffset > end:
+            raise InvalidOffsetRangeError(
+                f"{r} ends past the end of the log of topic {r.topic} partition {r.partition}: "
+                f"the log ends at {end} (the next offset to be written), so offsets "
+                f"[{max(end, r.fromOffset)}, {r.untilOffset}) do not exist yet; end the range at "
+                f"{end} or less, or create the RDD once they are written"
+            )
         start = earliest.get(r.topicPartition())
         if r.count() > 0 and start is not None and r.fromOffset < start:
             raise DataLossError(
@@ -179,9 +188,8 @@ class KafkaUtils:
         Before any job runs this checks the ranges' types, that no two non-empty ranges of
         one partition share an offset (it would be read twice), the location strategy, the Kafka
         parameters and deserializers, that every topic partition exists, and that no
-        non-empty range starts below the earliest offset still in the log. Reading past the
-        end of the log is detected by the executors (data may still arrive): it fails after
-        ``spark.streaming.kafka.consumer.poll.ms``.
+        non-empty range starts below the earliest offset still in the log or ends past the log
+        end (the last stable offset under ``isolation.level=read_committed``).
 
         Parameters
         ----------
@@ -206,6 +214,8 @@ class KafkaUtils:
             A topic or partition that does not exist.
         DataLossError
             A range starting below the log start offset.
+        InvalidOffsetRangeError
+            A range ending past the log end, naming the range and the log end.
         """
         _check_context(sc)
         if isinstance(offsetRanges, (str, bytes)) or not isinstance(offsetRanges, Sequence):
@@ -300,6 +310,8 @@ class KafkaUtils:
         else:
             locations = [None] * len(ranges)
         settings = read_settings(sc, executor_params, use_cache=True, poll_timeout_ms=poll_ms)
+        if str(opts.get("failOnDataLoss", "true")).strip().lower() == "false":
+            settings = settings._replace(failOnDataLoss=False)  # resolution checked the value
         rdd = KafkaRDD(sc, executor_params, ranges, locations, settings)
         rdd._lost_ranges = list(resolution.lost)
         return rdd
@@ -310,7 +322,8 @@ class KafkaUtils:
                            perPartitionConfig: PerPartitionConfig | None = None, *,
                            offsetStore: OffsetStore | None = None,
                            maxOffsetsPerTrigger: int | None = None,
-                           failOnDataLoss: bool = True) -> DirectKafkaInputDStream:
+                           failOnDataLoss: bool | None = None,
+                           options: Mapping[str, Any] | None = None) -> DirectKafkaInputDStream:
         """Create a direct stream: one :class:`KafkaRDD` per batch, one partition per Kafka partition.
 
         Each batch reads ``[committed offset, latest offset)`` of every partition the consumer
@@ -335,9 +348,20 @@ class KafkaUtils:
             committed offsets or ``auto.offset.reset``.
         maxOffsetsPerTrigger : int, optional
             Structured Streaming's cap on records per batch, shared by lag.
-        failOnDataLoss : bool
-            True: stored offsets that fell out of retention stop the stream with an error.
-            False: continue at the earliest offset and record the lost range in the store.
+        failOnDataLoss : bool, optional
+            True (the default): stored offsets that fell out of retention stop the stream with
+            an error. False: continue at the earliest offset and record the lost range in the
+            store. The ``failOnDataLoss`` option says the same; both must agree.
+        options : mapping of str to str, optional
+            Structured Streaming's Kafka source options (names case-insensitive):
+            ``startingOffsets`` (``earliest``, ``latest`` or JSON ``{"t":{"0":23,"1":-2}}``),
+            ``startingOffsetsByTimestamp``, ``startingTimestamp``,
+            ``startingOffsetsByTimestampStrategy``, ``failOnDataLoss``, and the ending options
+            ``endingOffsets`` (``latest`` or JSON), ``endingOffsetsByTimestamp``,
+            ``endingTimestamp``, which make the stream a bounded run: it reads up to the end
+            offsets resolved at its start in rate-limited batches, commits them and stops the
+            context gracefully (Trigger.AvailableNow). Starting options apply only to partitions
+            the offset store holds no offset for. See :mod:`dstream_kafka.start_options`.
 
         Returns
         -------
@@ -352,4 +376,4 @@ class KafkaUtils:
             _check_worker_python(ssc.sparkContext)
         return DirectKafkaInputDStream(ssc, locationStrategy, consumerStrategy, perPartitionConfig,
                                        offsetStore=offsetStore, maxOffsetsPerTrigger=maxOffsetsPerTrigger,
-                                       failOnDataLoss=failOnDataLoss)
+                                       failOnDataLoss=failOnDataLoss, options=options)

@@ -44,6 +44,7 @@ __all__ = [
     "BATCH_OPTIONS",
     "KafkaOffsetReader",
     "OffsetResolution",
+    "check_loss",
     "normalize_options",
     "resolve_offset_ranges",
 ]
@@ -346,16 +347,26 @@ def resolve_offset_ranges(
     ranges, lost = [], []
     for tp in assigned:
         start, end = starts[tp], ends[tp]
-        start, end, gone = _check_loss(tp, start, end, earliest[tp], latest[tp], fail_on_data_loss)
+        start, end, gone = check_loss(tp, start, end, earliest[tp], latest[tp], fail_on_data_loss)
         if gone is not None:
             lost.append(gone)
         ranges.append(OffsetRange(tp.topic, tp.partition, start, end))
     return OffsetResolution(ranges, lost, leaders)
 
 
-def _check_loss(
+def check_loss(
     tp: TopicPartition, start: int, end: int, earliest: int, latest: int, fail: bool
 ) -> tuple[int, int, OffsetRange | None]:
+    """Check a requested ``[start, end)`` of ``tp`` against the log ``[earliest, latest]``.
+
+    Returns the range still readable and the lost range (None when nothing is lost). A start
+    below the log start moves up to it; a start past the log end moves down to it.
+
+    Raises
+    ------
+    DataLossError
+        Naming the topic, partition and offsets, when ``fail`` and records are lost.
+    """
     name = f"{tp.topic}-{tp.partition}"
     if start < earliest and start < end:
         lost = OffsetRange(tp.topic, tp.partition, start, min(earliest, end))

@@ -31,6 +31,7 @@ from dstream_kafka.kafka_params import API_TIMEOUT_KEY, DEFAULT_API_TIMEOUT_MS
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 
 if TYPE_CHECKING:
+    from dstream_kafka.start_options import StartOptions
     from dstream_kafka.stores.base import OffsetStore
 
 __all__ = ["API_TIMEOUT_MS", "PartitionPositions", "vanished_partitions"]
@@ -116,6 +117,8 @@ class PartitionPositions:
     find_vanished : callable, optional
         ``find_vanished(consumer, partitions)`` returns those of ``partitions`` that no longer
         exist in Kafka; by default :func:`vanished_partitions` with the strategy's params.
+    start_options : StartOptions, optional
+        Structured Streaming's starting options, for partitions the store does not hold.
 
     Attributes
     ----------
@@ -131,8 +134,9 @@ class PartitionPositions:
     def __init__(self, strategy: ConsumerStrategy, *, group_id: str | None, store_group: str,
                  fail_on_data_loss: bool,
                  find_vanished: Callable[[Any, Sequence[TopicPartition]], set[TopicPartition]]
-                 | None = None) -> None:
+                 | None = None, start_options: StartOptions | None = None) -> None:
         self.strategy = strategy
+        self.start_options = start_options
         self.find_vanished = find_vanished or (
             lambda _consumer, parts: vanished_partitions(strategy.executorKafkaParams, parts))
         self.group_id = group_id
@@ -181,13 +185,45 @@ class PartitionPositions:
         self._first_start_pending = not stored and not assigned
         for tp in sorted(set(self.current) - assigned):
             self.forget_unassigned(consumer, store, tp)
-        for tp in assigned:
-            if tp not in self.current:
-                self.current[tp] = self.start_offset(consumer, tp, first_start=not stored)
+        if self.current:
+            # Assigned (Assign strategy) but deleted from Kafka: data loss now, rather than
+            # offset look-ups that wait for a partition that is not coming back.
+            self.lose(self.find_vanished(consumer, sorted(self.current)), store)
+        for tp in sorted(self.current):
+            logger.info("Partition %s-%s starts at offset %s (from the offset store)", tp.topic,
+                        tp.partition, self.current[tp])
         if stored:
             self.check_retention(consumer, store, self.current)
+        self.place(consumer, store, sorted(assigned - set(self.current) - self.lost),
+                   first_start=not stored)
         for tp, off in self.current.items():
             consumer.seek(_ktp(tp), off)
+
+    def place(self, consumer: Any, store: OffsetStore | None, tps: Sequence[TopicPartition],
+              first_start: bool, use_options: bool = True) -> None:
+        """Give each of ``tps`` (partitions without a stored offset) its start, and log it.
+
+        The starting options decide first (on a start, not for partitions found later; lost
+        ranges they skip are recorded in ``store``), then :meth:`start_offset`.
+        """
+        chosen: dict[TopicPartition, int] = {}
+        options = self.start_options if use_options else None
+        if options is not None and tps:
+            chosen, lost = options.starts(consumer, tps)
+            for gone in lost:
+                self.on_data_loss()
+                if store is not None:
+                    store.record_data_loss(self.store_group, gone.topicPartition(),
+                                           gone.fromOffset, gone.untilOffset, None)
+        from_option = f"option {options.start.option}" if options is not None else ""
+        for tp in tps:
+            if tp in chosen:
+                origin = from_option
+                self.current[tp] = chosen[tp]
+            else:
+                self.current[tp], origin = self.start_offset_and_origin(consumer, tp, first_start)
+            logger.info("Partition %s-%s starts at offset %s (from %s)", tp.topic, tp.partition,
+                        self.current[tp], origin)
 
     def forget_unassigned(self, consumer: Any, store: OffsetStore | None, tp: TopicPartition) -> None:
         """Stop tracking a stored partition the driver was not given; a vanished one is data loss.
@@ -245,7 +281,12 @@ class PartitionPositions:
                 store.record_data_loss(self.store_group, tp, off, off, None)
 
     def start_offset(self, consumer: Any, tp: TopicPartition, first_start: bool) -> int:
-        """Where a partition without a stored offset starts.
+        """Where a partition without a stored offset starts: :meth:`start_offset_and_origin`."""
+        return self.start_offset_and_origin(consumer, tp, first_start)[0]
+
+    def start_offset_and_origin(self, consumer: Any, tp: TopicPartition,
+                                first_start: bool) -> tuple[int, str]:
+        """Where a partition without a stored offset starts, and where that offset came from.
 
         On a first start: the strategy's explicit offset, else the position Kafka gives the
         driver consumer (committed offset, else ``auto.offset.reset``). A partition that appears
@@ -261,34 +302,48 @@ class PartitionPositions:
         """
         explicit = self.strategy.starting_offsets()
         if tp in explicit:
-            return explicit[tp]
+            return explicit[tp], "the consumer strategy's offsets"
         if tp in self.unassigned:
             # Stored (or re-run) before the group gave it to us: the store's offset wins over
             # Kafka's committed offset, which a store other than Kafka never moves.
-            return self.unassigned.pop(tp)
+            return self.unassigned.pop(tp), "the offset store"
         from kafka.errors import KafkaTimeoutError
 
         ktp = _ktp(tp)
-        if first_start:
-            try:
-                return int(consumer.position(ktp, timeout_ms=self.api_timeout_ms))
-            except KafkaTimeoutError as exc:
-                raise _no_answer(f"the starting position of {tp.topic}-{tp.partition}",
-                                 self.api_timeout_ms) from exc
-            except Exception as exc:  # kafka-python's NoOffsetForPartitionError and its kin
-                raise ConfigurationError(
-                    f"No starting offset for {tp.topic}-{tp.partition}: it has no committed offset "
-                    "and auto.offset.reset is 'none'; give explicit offsets to the consumer strategy "
-                    "or set auto.offset.reset to 'earliest' or 'latest'") from exc
+        if not first_start:
+            committed = self._committed(consumer, tp)
+            if committed is not None:
+                return committed, f"the committed offset of group {self.group_id}"
+            return int(consumer.beginning_offsets([ktp])[ktp]), "the first offset (a new partition)"
         try:
-            committed = (consumer.committed(ktp, timeout_ms=self.api_timeout_ms)
-                         if self.group_id else None)
+            position = int(consumer.position(ktp, timeout_ms=self.api_timeout_ms))
+        except KafkaTimeoutError as exc:
+            raise _no_answer(f"the starting position of {tp.topic}-{tp.partition}",
+                             self.api_timeout_ms) from exc
+        except Exception as exc:  # kafka-python's NoOffsetForPartitionError and its kin
+            raise ConfigurationError(
+                f"No starting offset for {tp.topic}-{tp.partition}: it has no committed offset "
+                "and auto.offset.reset is 'none'; give explicit offsets to the consumer strategy "
+                "or set auto.offset.reset to 'earliest' or 'latest'") from exc
+        # The position is the committed offset when there is one; ask only to log the origin.
+        if self._committed(consumer, tp) is not None:
+            return position, f"the committed offset of group {self.group_id}"
+        params = self.strategy.executorKafkaParams
+        reset = params.get("auto.offset.reset", params.get("auto_offset_reset", "latest"))
+        return position, f"auto.offset.reset={reset}"
+
+    def _committed(self, consumer: Any, tp: TopicPartition) -> int | None:
+        """The group's committed offset of ``tp`` in Kafka, None without one (or a group)."""
+        from kafka.errors import KafkaTimeoutError
+
+        if not self.group_id:
+            return None
+        try:
+            committed = consumer.committed(_ktp(tp), timeout_ms=self.api_timeout_ms)
         except KafkaTimeoutError as exc:
             raise _no_answer(f"the committed offset of {tp.topic}-{tp.partition}",
                              self.api_timeout_ms) from exc
-        if committed is not None:
-            return int(committed)
-        return int(consumer.beginning_offsets([ktp])[ktp])
+        return None if committed is None else int(committed)
 
     def check_retention(self, consumer: Any, store: OffsetStore | None,
                         offsets: Mapping[TopicPartition, int]) -> None:
@@ -353,12 +408,12 @@ class PartitionPositions:
         if revoked:
             raise PartitionsRevokedError(_REVOKED.format(parts=sorted(revoked)))
         self.lost &= assigned  # once out of the assignment, a partition may come back anew
-        first_start = self._first_start_pending
-        for tp in sorted(assigned - set(self.current) - self.lost):
-            self.current[tp] = self.start_offset(consumer, tp, first_start=first_start)
+        new = sorted(assigned - set(self.current) - self.lost)
+        if new:
+            # The starting options are for the start, not for partitions found later.
+            pending = self._first_start_pending
+            self.place(consumer, store, new, first_start=pending, use_options=pending)
             self._first_start_pending = False
-            logger.info("New partition %s-%s starts at offset %s", tp.topic, tp.partition,
-                        self.current[tp])
 
     def take_replay(self, latest: Mapping[TopicPartition, int]) -> tuple[int, dict[TopicPartition, int]] | None:
         """Return the pending batch's store time and until offsets, once; None without one.

@@ -39,7 +39,10 @@ def _require(owner: Any, name: str, where: str) -> Any:
 def test_the_rejoin_check_reads_the_coordinators_need_rejoin(consumer) -> None:
     coordinator = _require(consumer, "_coordinator", "KafkaConsumer")
     assert callable(_require(coordinator, "need_rejoin", "KafkaConsumer._coordinator"))
+    assert callable(_require(coordinator, "request_rejoin", "KafkaConsumer._coordinator"))
     assert _kafka_internals.needs_rejoin(consumer) is False  # not subscribed: nothing to join
+    _kafka_internals.request_rejoin(consumer)
+    assert _kafka_internals.needs_rejoin(consumer) is False  # still: nothing subscribed
 
 
 def test_the_leader_lookup_reads_the_clients_cluster_metadata(consumer) -> None:
@@ -68,3 +71,13 @@ def test_a_moved_internal_fails_naming_it() -> None:
         _kafka_internals.needs_rejoin(object())
     with pytest.raises(AttributeError, match=r"has no KafkaConsumer\._client"):
         _kafka_internals.leader_host(object(), TopicPartition("t", 0))
+
+
+def test_the_metadata_refresh_awaits_the_clusters_update_through_the_consumers_loop(consumer) -> None:
+    from kafka.errors import KafkaTimeoutError
+
+    manager = _require(consumer, "_manager", "KafkaConsumer")
+    assert callable(_require(manager, "wait_for", "KafkaConsumer._manager"))
+    assert callable(_require(_require(consumer, "_net", "KafkaConsumer"), "run", "KafkaConsumer._net"))
+    with pytest.raises(KafkaTimeoutError):  # no broker at 127.0.0.1:1: bounded, not forever
+        _kafka_internals.refresh_metadata(consumer, 200)
