@@ -161,6 +161,9 @@ class PartitionPositions:
         stored: dict[TopicPartition, int] = {}
         if store is not None:
             stored = store.load(self.store_group, self.strategy.topic_names())
+            from dstream_kafka.offsets_reset import log_reset_start
+
+            log_reset_start(store, self.store_group)  # a reset by hand is worth a line in the log
             pending = store.pending(self.store_group)
             if pending is not None:
                 # A batch was planned but never committed: re-run exactly its ranges first.

@@ -18,7 +18,9 @@ AUTOINCREMENT``)::
                   "ranges" TEXT   -- JSON list of {"topic","partition","fromOffset","untilOffset"}
                   "offsets" TEXT  -- JSON {"topic":{"partition":offset}}: every offset of the
                                   --   group after this commit
-                  "committed_at" TS, UNIQUE ("group_id", "batch_time_ms"))
+                  "committed_at" TS,
+                  "reset" TEXT NULL -- JSON ResetAudit of a reset's commit (added to older tables)
+                  UNIQUE ("group_id", "batch_time_ms"))
     "Pdata_loss" ("id" ID PRIMARY KEY, "group_id" TEXT, "topic" TEXT, "partition" INTEGER,
                   "lost_from" BIGINT, "lost_until" BIGINT, "batch_time_ms" BIGINT NULL,
                   "after_commit_id" BIGINT NULL  -- newest "Pcommits".id when recorded
@@ -29,7 +31,8 @@ AUTOINCREMENT``)::
 recorded since); a row changed, added or deleted by hand raises
 :class:`~dstream_kafka.errors.OffsetStoreError` naming the partition, and nothing is committed
 or reset. To move offsets on purpose, edit ``Poffsets`` and delete the group's ``Pcommits``
-rows: without history the table is taken as it is (this is also how offsets can be seeded).
+rows: without history the table is taken as it is (this is also how offsets can be seeded), or
+better use :meth:`~dstream_kafka.stores.base.OffsetStore.reset` (``dstream-kafka offsets reset``).
 ``Pcommits`` keeps the newest ``keep_history`` rows per group.
 """
 
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import json
 import logging
 import os
 from collections.abc import Collection, Iterator, Mapping
@@ -53,7 +57,7 @@ from dstream_kafka.offsets import (
 )
 from dstream_kafka.stores.base import Transaction, TransactionalOffsetStore
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
-from dstream_kafka.stores.records import CommitRecord, DataLossRecord, advance_offsets
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, advance_offsets
 from dstream_kafka.stores.sql_dialects import (
     Dialect,
     PostgresDialect,
@@ -136,7 +140,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
             'PRIMARY KEY ("group_id", "topic", "partition"))',
             f'CREATE TABLE IF NOT EXISTS {{C}} ("id" {d.id_column}, "group_id" {d.text} NOT NULL, '
             f'"batch_time_ms" {d.bigint} NOT NULL, "ranges" {d.text} NOT NULL, "offsets" {d.text} NOT NULL, '
-            f'"committed_at" {d.timestamp} NOT NULL, UNIQUE ("group_id", "batch_time_ms"))',
+            f'"committed_at" {d.timestamp} NOT NULL, "reset" {d.text}, UNIQUE ("group_id", "batch_time_ms"))',
             f'CREATE INDEX IF NOT EXISTS {quote_identifier(p + "commits_group")} ON {{C}} ("group_id", "id")',
             f'CREATE TABLE IF NOT EXISTS {{L}} ("id" {d.id_column}, "group_id" {d.text} NOT NULL, '
             f'"topic" {d.text} NOT NULL, "partition" INTEGER NOT NULL, "lost_from" {d.bigint} NOT NULL, '
@@ -151,6 +155,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
                 for statement in statements:
                     cur.execute(self._q(statement))
                 conn.commit()
+                self._add_reset_column(conn)
                 self._tables_ready = True
                 return
             except d.errors as exc:
@@ -158,6 +163,20 @@ class SqlOffsetStore(TransactionalOffsetStore):
                 if attempt == 0 and isinstance(exc, d.integrity_errors):
                     continue  # two stores created the tables at once (PostgreSQL): try again
                 raise d.wrap("creating the offset tables", exc) from None
+
+    def _add_reset_column(self, conn: Any) -> None:
+        """Add the "reset" column to a commits table created before resets existed."""
+        d = self._dialect
+        d.begin(conn, write=False)
+        try:
+            conn.cursor().execute(self._q('SELECT "reset" FROM {C} WHERE 1 = 0'))
+            conn.commit()
+            return
+        except d.errors:
+            _rollback(conn)
+        d.begin(conn, write=True)
+        conn.cursor().execute(self._q(f'ALTER TABLE {{C}} ADD COLUMN "reset" {d.text}'))
+        conn.commit()
 
     @contextlib.contextmanager
     def _wrapped(self, what: str) -> Iterator[None]:
@@ -258,7 +277,8 @@ class SqlOffsetStore(TransactionalOffsetStore):
         """Lock the group's rows and check; return the stored offsets, None if already committed."""
         stored, _ = self._state(cur, group_id, lock=True)
         return self._admit_commit(group_id, t, merged, self._committed_ranges(cur, group_id, t),
-                                  lambda: stored, holder=self.tables["commits"], place=self.tables["offsets"])
+                                  lambda: stored, holder=self.tables["commits"], place=self.tables["offsets"],
+                                  reset=self._reset_audit)
 
     def _apply(self, cur: Any, group_id: str, t: int, merged: tuple[OffsetRange, ...],
                stored: Mapping[TopicPartition, int]) -> None:
@@ -266,7 +286,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
             if r.topicPartition() in stored:
                 cur.execute(self._q('UPDATE {O} SET "until_offset" = ?, "batch_time_ms" = ?, "updated_at" = {now} '
                                     'WHERE "group_id" = ? AND "topic" = ? AND "partition" = ? AND "until_offset" = ?'),
-                            (r.untilOffset, t, group_id, r.topic, r.partition, r.fromOffset))
+                            (r.untilOffset, t, group_id, r.topic, r.partition, stored[r.topicPartition()]))
                 if cur.rowcount != 1:
                     raise OffsetFencedError(
                         f"Commit refused for group {group_id!r}: the offsets row of topic {r.topic} partition "
@@ -283,10 +303,11 @@ class SqlOffsetStore(TransactionalOffsetStore):
                         "stored offset in this batch's view but another driver inserted one meanwhile; "
                         "nothing was stored.") from None
         try:
-            cur.execute(self._q('INSERT INTO {C} ("group_id", "batch_time_ms", "ranges", "offsets", "committed_at") '
-                                'VALUES (?, ?, ?, ?, {now})' + self._returning_id),
+            audit = None if self._reset_audit is None else json.dumps(self._reset_audit.doc())
+            cur.execute(self._q('INSERT INTO {C} ("group_id", "batch_time_ms", "ranges", "offsets", "committed_at", '
+                                '"reset") VALUES (?, ?, ?, ?, {now}, ?)' + self._returning_id),
                         (group_id, t, offset_ranges_to_json(merged),
-                         partition_offsets_to_json(advance_offsets(stored, merged))))
+                         partition_offsets_to_json(advance_offsets(stored, merged)), audit))
         except self._dialect.integrity_errors:
             raise OffsetFencedError(f"Commit of batch {t} for group {group_id!r} refused: another driver "
                                     "committed this batch meanwhile; nothing was stored.") from None
@@ -350,11 +371,12 @@ class SqlOffsetStore(TransactionalOffsetStore):
 
     def _history(self, group_id: str, limit: int) -> list[CommitRecord]:
         with self._txn("reading commits", write=False) as cur, self._wrapped("reading commits"):
-            cur.execute(self._q('SELECT "batch_time_ms", "ranges", "committed_at" FROM {C} WHERE "group_id" = ? '
-                                'ORDER BY "id" DESC LIMIT ?'), (group_id, max(0, int(limit))))
+            cur.execute(self._q('SELECT "batch_time_ms", "ranges", "committed_at", "reset" FROM {C} '
+                                'WHERE "group_id" = ? ORDER BY "id" DESC LIMIT ?'), (group_id, max(0, int(limit))))
             rows = cur.fetchall()
         return [CommitRecord(int(t), tuple(offset_ranges_from_json(r, self.tables["commits"])),
-                             self._dialect.to_datetime(at)) for t, r, at in rows]
+                             self._dialect.to_datetime(at), _reset_audit(self.tables["commits"], reset))
+                for t, r, at, reset in rows]
 
     def _record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
                           batch_time_ms: int | None) -> None:
@@ -380,6 +402,16 @@ class SqlOffsetStore(TransactionalOffsetStore):
         with self._lock:
             self._drop_connection()
             super().close()
+
+
+def _reset_audit(table: str, text: str | None) -> ResetAudit | None:
+    if text is None:
+        return None
+    try:
+        return ResetAudit.from_doc(json.loads(text))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise OffsetStoreError(f"{table}.reset holds {text[:80]!r}, not a reset audit ({exc}); it was edited "
+                               "by hand: restore it or set it to NULL") from None
 
 
 def _rollback(conn: Any) -> None:

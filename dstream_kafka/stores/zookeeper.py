@@ -27,7 +27,7 @@ from dstream_kafka.errors import ConfigurationError, MissingDependencyError, Off
 from dstream_kafka.offsets import OffsetRange, TopicPartition, offset_ranges_from_json, offset_ranges_to_json
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
-from dstream_kafka.stores.records import CommitRecord, DataLossRecord, utc_from_ms
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, utc_from_ms
 
 __all__ = ["ZooKeeperOffsetStore"]
 
@@ -214,7 +214,8 @@ class ZooKeeperOffsetStore(OffsetStore):
                 return {tp: off for tp, (off, _) in current.items() if off is not None}
 
             if self._admit_commit(group_id, t, merged, None if done is None else done[0], read_stored,
-                                  holder="ZooKeeper", place=f"ZooKeeper {self.hosts}") is None:
+                                  holder="ZooKeeper", place=f"ZooKeeper {self.hosts}",
+                                  reset=self._reset_audit) is None:
                 return False
             self._ensure(history)
             for topic in sorted({r.topic for r in merged if current[r.topicPartition()][0] is None}):
@@ -228,9 +229,11 @@ class ZooKeeperOffsetStore(OffsetStore):
                     tx.create(path, data)
                 else:
                     tx.set_data(path, data, version=version)
-            tx.create(f"{history}/{t}", json.dumps(
-                {"ranges": json.loads(offset_ranges_to_json(merged)),
-                 "committed_at_ms": int(time.time() * 1000)}, separators=(",", ":")).encode())
+            record: dict[str, Any] = {"ranges": json.loads(offset_ranges_to_json(merged)),
+                                      "committed_at_ms": int(time.time() * 1000)}
+            if self._reset_audit is not None:
+                record["reset"] = self._reset_audit.doc()
+            tx.create(f"{history}/{t}", json.dumps(record, separators=(",", ":")).encode())
             results = self._wait(tx.commit_async())
             failed = [(i, res) for i, res in enumerate(results)
                       if isinstance(res, Exception) and not isinstance(res, self._exc.RolledBackError)]
@@ -258,16 +261,18 @@ class ZooKeeperOffsetStore(OffsetStore):
                 self._wait(zk.delete_async(f"{history}/{stale}"))
         self._history_count[group_id] = min(len(times), self.keep_history)
 
-    def _read_commit(self, path: str) -> tuple[tuple[OffsetRange, ...], int] | None:
+    def _read_commit(self, path: str) -> tuple[tuple[OffsetRange, ...], int, ResetAudit | None] | None:
         return self._parse_commit(path, self._get_many([path])[0])
 
-    def _parse_commit(self, path: str, found: tuple[bytes, Any] | None) -> tuple[tuple[OffsetRange, ...], int] | None:
+    def _parse_commit(self, path: str, found: tuple[bytes, Any] | None
+                      ) -> tuple[tuple[OffsetRange, ...], int, ResetAudit | None] | None:
         if found is None:
             return None
         data = found[0]
         try:
             doc = json.loads(data)
-            return tuple(offset_ranges_from_json(json.dumps(doc["ranges"]), path)), int(doc["committed_at_ms"])
+            return (tuple(offset_ranges_from_json(json.dumps(doc["ranges"]), path)), int(doc["committed_at_ms"]),
+                    ResetAudit.from_doc(doc.get("reset")))
         except (ValueError, KeyError, TypeError) as exc:
             raise OffsetStoreError(f"ZooKeeper node {path} is not a dstream_kafka commit record ({exc}); "
                                    "restore or remove it") from None
@@ -284,7 +289,7 @@ class ZooKeeperOffsetStore(OffsetStore):
             for t in times[:max(0, limit)]:
                 found = self._read_commit(f"{history}/{t}")
                 if found is not None:
-                    records.append(CommitRecord(t, found[0], utc_from_ms(found[1])))
+                    records.append(CommitRecord(t, found[0], utc_from_ms(found[1]), found[2]))
         return records
 
     def _record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
