@@ -120,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     describe.add_argument("--store", required=True, metavar="URI",
                           help="the offset store: checkpoint:DIR, kafka://HOST:PORT, sqlite:///PATH, "
                                "postgresql://USER@HOST:PORT/DB, zookeeper://HOST:PORT/ROOT, "
-                               "hbase://HOST:PORT/TABLE")
+                               "hbase://HOST:PORT/TABLE, structured-streaming:DIR")
     describe.add_argument("--group", required=True, type=_group, help="the stream's consumer group")
     describe.add_argument("--topic", type=_topic, help="only this topic")
     describe.add_argument("--bootstrap-servers", metavar="HOST:PORT", type=_servers,
