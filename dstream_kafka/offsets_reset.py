@@ -244,7 +244,7 @@ def reset(store: OffsetStore | str, group: str, scenario: Scenario, *, topics: S
             rows = _plan(broker, group, scenario, chosen, stored, from_file)
             if execute:
                 broker.check_no_members(group)
-                _write(opened, group, rows, stored)
+                _write(opened, group, rows, stored, bootstrap_servers, timeout)
         return rows
     finally:
         if owned:
@@ -324,13 +324,17 @@ def _plan(broker: _Broker, group: str, scenario: Scenario, chosen: list[TopicPar
     return rows
 
 
-def _write(store: OffsetStore, group: str, rows: Sequence[ResetRow], stored: Mapping[TopicPartition, int]) -> None:
+def _write(store: OffsetStore, group: str, rows: Sequence[ResetRow], stored: Mapping[TopicPartition, int],
+           servers: str, timeout: float) -> None:
+    from dstream_kafka.offsets_group import copy_reset_to_group
+
     offsets = {TopicPartition(r.topic, r.partition): r.new_offset for r in rows}
     try:
         store.reset(group, offsets, expected={tp: stored[tp] for tp in offsets if tp in stored},
-                           user=getpass.getuser(), host=socket.gethostname())
+                    user=getpass.getuser(), host=socket.gethostname())
     except OffsetFencedError as exc:
         raise OffsetFencedError(f"--store: {exc}") from None
+    copy_reset_to_group(store, group, offsets, servers, timeout)
 
 
 class _Broker:

@@ -182,6 +182,10 @@ class PartitionPositions:
         :meth:`start_offset` says; stored offsets are checked against the log.
         """
         self._first_start_pending = not stored and not assigned
+        if store is not None and stored:
+            from dstream_kafka.offsets_group import check_group_not_moved
+
+            check_group_not_moved(consumer, store, self.store_group, stored)  # Kafka's reset tool
         for tp in sorted(set(self.current) - assigned):
             self.forget_unassigned(consumer, store, tp)
         for tp in assigned:

@@ -58,7 +58,7 @@ class OffsetStores:
 
     @staticmethod
     def checkpoint(path: str | os.PathLike[str], *, keep_batches: int = 100, spark_context: Any = None,
-                   also_commit_to_kafka_group: MirrorTarget | None = None) -> CheckpointOffsetStore:
+                   also_commit_to_kafka_group: MirrorTarget | None | bool = None) -> CheckpointOffsetStore:
         """Offsets in the checkpoint directory ``path`` (local path or Hadoop URI)."""
         return CheckpointOffsetStore(path, keep_batches=keep_batches, spark_context=spark_context,
                                      also_commit_to_kafka_group=also_commit_to_kafka_group)

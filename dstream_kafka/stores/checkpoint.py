@@ -107,8 +107,9 @@ class CheckpointOffsetStore(OffsetStore):
         Number of committed batches whose files are kept (default 100).
     spark_context : SparkContext, optional
         Used for Hadoop URIs; defaults to the active one.
-    also_commit_to_kafka_group : dict or callable, optional
-        Mirror every commit to a Kafka group (:class:`~dstream_kafka.stores.mirror.KafkaGroupMirror`).
+    also_commit_to_kafka_group : dict or callable or bool, optional
+        Mirror every commit to a Kafka group for lag tools (:func:`~dstream_kafka.stores.mirror.mirror_to`):
+        by default through the stream's consumer to its group.id; False turns it off.
 
     Notes
     -----
@@ -117,7 +118,7 @@ class CheckpointOffsetStore(OffsetStore):
     """
 
     def __init__(self, path: str | os.PathLike[str], *, keep_batches: int = 100, spark_context: Any = None,
-                 also_commit_to_kafka_group: MirrorTarget | None = None) -> None:
+                 also_commit_to_kafka_group: MirrorTarget | None | bool = None) -> None:
         super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
         self.keep_batches = self._check_keep("keep_batches", keep_batches)
         self._fs: CheckpointFileSystem = open_file_system(path, spark_context)

@@ -154,13 +154,14 @@ class HBaseOffsetStore(OffsetStore):
         Connect and call timeout in seconds.
     create_table : bool
         Create the table when it does not exist.
-    also_commit_to_kafka_group : dict or callable, optional
-        Mirror every commit to a Kafka group (:class:`~dstream_kafka.stores.mirror.KafkaGroupMirror`).
+    also_commit_to_kafka_group : dict or callable or bool, optional
+        Mirror every commit to a Kafka group for lag tools (:func:`~dstream_kafka.stores.mirror.mirror_to`):
+        by default through the stream's consumer to its group.id; False turns it off.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 9090, *, table: str = DEFAULT_TABLE,
                  ttl_days: float = 30.0, timeout: float = 10.0, create_table: bool = True,
-                 also_commit_to_kafka_group: MirrorTarget | None = None) -> None:
+                 also_commit_to_kafka_group: MirrorTarget | None | bool = None) -> None:
         super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
         self._happybase = _happybase()
         from thriftpy2.thrift import TException

@@ -88,8 +88,9 @@ class SqlOffsetStore(TransactionalOffsetStore):
         PostgreSQL schema of the tables (it must exist).
     keep_history : int
         Rows of commit history kept per group.
-    also_commit_to_kafka_group : dict or callable, optional
-        Mirror every commit to a Kafka group (:class:`~dstream_kafka.stores.mirror.KafkaGroupMirror`).
+    also_commit_to_kafka_group : dict or callable or bool, optional
+        Mirror every commit to a Kafka group for lag tools (:func:`~dstream_kafka.stores.mirror.mirror_to`):
+        by default through the stream's consumer to its group.id; False turns it off.
 
     Notes
     -----
@@ -98,7 +99,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
     """
 
     def __init__(self, dialect: Dialect, *, table_prefix: str = "dstream_kafka_", schema: str | None = None,
-                 keep_history: int = 1000, also_commit_to_kafka_group: MirrorTarget | None = None) -> None:
+                 keep_history: int = 1000, also_commit_to_kafka_group: MirrorTarget | None | bool = None) -> None:
         super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
         self._dialect = dialect
         self.table_prefix = validate_prefix(table_prefix)

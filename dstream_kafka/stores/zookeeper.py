@@ -67,14 +67,15 @@ class ZooKeeperOffsetStore(OffsetStore):
         stopped ZooKeeper fails the batch after about ``timeout`` seconds; nothing is written.
     keep_history : int
         History nodes kept per group.
-    also_commit_to_kafka_group : dict or callable, optional
-        Mirror every commit to a Kafka group (:class:`~dstream_kafka.stores.mirror.KafkaGroupMirror`).
+    also_commit_to_kafka_group : dict or callable or bool, optional
+        Mirror every commit to a Kafka group for lag tools (:func:`~dstream_kafka.stores.mirror.mirror_to`):
+        by default through the stream's consumer to its group.id; False turns it off.
     **client_kwargs
         Further ``KazooClient`` arguments (``auth_data``, ``use_ssl``, ...); never logged.
     """
 
     def __init__(self, hosts: Any = "127.0.0.1:2181", *, timeout: float = 15.0, keep_history: int = 1000,
-                 also_commit_to_kafka_group: MirrorTarget | None = None, **client_kwargs: Any) -> None:
+                 also_commit_to_kafka_group: MirrorTarget | None | bool = None, **client_kwargs: Any) -> None:
         super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
         kazoo = _kazoo()
         self.keep_history = self._check_keep("keep_history", keep_history)
