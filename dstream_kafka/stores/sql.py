@@ -25,6 +25,7 @@ AUTOINCREMENT``)::
                   "lost_from" BIGINT, "lost_until" BIGINT, "batch_time_ms" BIGINT NULL,
                   "after_commit_id" BIGINT NULL  -- newest "Pcommits".id when recorded
                   "recorded_at" TS)
+    "Playout"    ("layout_version" INTEGER)  -- LAYOUT_VERSION; a newer one is refused
 
 ``Poffsets`` is the source of truth for where the group resumes. Before every commit (and on
 :meth:`~SqlOffsetStore.load`) it is compared with the newest ``Pcommits`` row (plus data losses
@@ -71,6 +72,9 @@ __all__ = ["PostgresOffsetStore", "SqlOffsetStore", "SqliteOffsetStore"]
 logger = logging.getLogger(__name__)
 
 
+#: The table layout this version writes (2: "commits"."reset"); a newer one is refused.
+LAYOUT_VERSION = 2
+
 #: Batch commits a store remembers in process (committed_in asks only about the newest batches).
 REMEMBERED_COMMITS = 256
 
@@ -108,7 +112,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
         self.keep_history = self._check_keep("keep_history", keep_history)
         qualify = (quote_identifier(schema) + ".") if schema else ""
         self.tables = {name: qualify + quote_identifier(table_prefix + name)
-                       for name in ("offsets", "commits", "data_loss")}
+                       for name in ("offsets", "commits", "data_loss", "layout")}
         self._conn: Any = None
         self._tables_ready = False
         # Batches whose offsets this store committed (or found committed) in this process:
@@ -122,7 +126,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
     # -- plumbing -----------------------------------------------------------------------------
     def _q(self, statement: str) -> str:
         return self._dialect.sql(statement.format(
-            O=self.tables["offsets"], C=self.tables["commits"], L=self.tables["data_loss"],
+            O=self.tables["offsets"], C=self.tables["commits"], L=self.tables["data_loss"], V=self.tables["layout"],
             now=self._dialect.now, for_update=self._dialect.for_update))
 
     def _connection(self) -> Any:
@@ -148,6 +152,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
             f'"lost_until" {d.bigint} NOT NULL, "batch_time_ms" {d.bigint}, "after_commit_id" {d.bigint}, '
             f'"recorded_at" {d.timestamp} NOT NULL)',
             f'CREATE INDEX IF NOT EXISTS {quote_identifier(p + "data_loss_group")} ON {{L}} ("group_id", "id")',
+            'CREATE TABLE IF NOT EXISTS {V} ("layout_version" INTEGER NOT NULL)',
         ]
         for attempt in range(2):
             try:
@@ -156,7 +161,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
                 for statement in statements:
                     cur.execute(self._q(statement))
                 conn.commit()
-                self._add_reset_column(conn)
+                self._check_layout(conn)
                 self._tables_ready = True
                 return
             except d.errors as exc:
@@ -165,16 +170,40 @@ class SqlOffsetStore(TransactionalOffsetStore):
                     continue  # two stores created the tables at once (PostgreSQL): try again
                 raise d.wrap("creating the offset tables", exc) from None
 
+    def _check_layout(self, conn: Any) -> None:
+        """Refuse tables of a newer layout; bring older ones (no layout row: 1) to this one."""
+        d = self._dialect
+        d.begin(conn, write=False)
+        cur = conn.cursor()
+        cur.execute(self._q('SELECT MAX("layout_version") FROM {V}'))
+        found = cur.fetchone()[0]
+        conn.commit()
+        if found is not None and int(found) > LAYOUT_VERSION:
+            raise OffsetStoreError(
+                f"The offset tables {self.tables['layout']} say layout {int(found)}: they were written by a newer "
+                f"dstream_kafka (this version reads layout {LAYOUT_VERSION}). Nothing was read or written; upgrade "
+                "dstream_kafka to use them.")
+        if found is not None and int(found) == LAYOUT_VERSION:
+            return
+        self._add_reset_column(conn)
+        d.begin(conn, write=True)
+        cur = conn.cursor()
+        cur.execute(self._q('DELETE FROM {V}'))
+        cur.execute(self._q('INSERT INTO {V} ("layout_version") VALUES (?)'), (LAYOUT_VERSION,))
+        conn.commit()
+
     def _add_reset_column(self, conn: Any) -> None:
         """Add the "reset" column to a commits table created before resets existed."""
         d = self._dialect
         d.begin(conn, write=False)
-        try:
-            conn.cursor().execute(self._q('SELECT "reset" FROM {C} WHERE 1 = 0'))
-            conn.commit()
+        cur = conn.cursor()
+        # The column names of the result, not 'SELECT "reset"': SQLite takes a double-quoted
+        # unknown name for a string literal.
+        cur.execute(self._q('SELECT * FROM {C} WHERE 1 = 0'))
+        columns = {c[0] for c in cur.description}
+        conn.commit()
+        if "reset" in columns:
             return
-        except d.errors:
-            _rollback(conn)
         d.begin(conn, write=True)
         conn.cursor().execute(self._q(f'ALTER TABLE {{C}} ADD COLUMN "reset" {d.text}'))
         conn.commit()
