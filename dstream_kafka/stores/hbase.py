@@ -13,7 +13,8 @@ Row keys are described in :mod:`dstream_kafka.stores.hbase_keys`; ``<g>`` is the
     family meta (no TTL; 1 version)
       #group:<g>                      meta:commit = JSON {"seq", "offsets", "batch_ms", "ranges",
                                                           "committed_at_ms", "rows", "losses",
-                                                          "reset" (a reset's commit only)}
+                                                          "reset" (a reset's commit only),
+                                                          "layout": LAYOUT_VERSION (absent: 1)}
 
 An offsets row holds, as in the guide, one column per partition of the topic with the offset
 the next batch starts at, for **every** partition of the topic the group has committed (not only
@@ -97,7 +98,10 @@ from dstream_kafka.stores.hbase_keys import (
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
 from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, advance_offsets, utc_from_ms
 
-__all__ = ["HBaseOffsetStore", "result_row_key"]
+__all__ = ["LAYOUT_VERSION", "HBaseOffsetStore", "result_row_key"]
+
+#: The layout of the group cell this version writes; a newer one is refused.
+LAYOUT_VERSION = 1
 
 logger = logging.getLogger(__name__)
 
@@ -274,6 +278,11 @@ class HBaseOffsetStore(OffsetStore):
             return None, None
         try:
             doc = json.loads(raw)
+            if isinstance(doc, dict) and int(doc.get("layout", 1)) > LAYOUT_VERSION:
+                raise OffsetStoreError(
+                    f"HBase table {self.table_name!r} at {self.address}, row {row!r}: layout {doc['layout']}, written "
+                    f"by a newer dstream_kafka (this version reads layout {LAYOUT_VERSION}). Nothing was read or "
+                    "written; upgrade dstream_kafka to use it.")
             offsets = {TopicPartition(topic, int(p)): int(o)
                        for topic, parts in doc["offsets"].items() for p, o in parts.items()}
             if any(o < 0 for o in offsets.values()):
@@ -299,7 +308,7 @@ class HBaseOffsetStore(OffsetStore):
         doc = {"seq": seq, "offsets": by_topic, "batch_ms": batch_ms,
                "ranges": json.loads(offset_ranges_to_json(ranges)), "committed_at_ms": committed_at_ms,
                "rows": {t: {str(p): o for p, o in sorted(parts.items())} for t, parts in sorted(rows.items())},
-               "losses": losses, **({"reset": reset} if reset is not None else {})}
+               "losses": losses, "layout": LAYOUT_VERSION, **({"reset": reset} if reset is not None else {})}
         return json.dumps(doc, separators=(",", ":")).encode()
 
     # -- the guide's offsets rows -------------------------------------------------------------

@@ -5,6 +5,8 @@ Znodes (``<g>`` is the group id)::
     /consumers/<g>/offsets/<topic>/<partition>           next offset to read, ASCII decimal
     /consumers/<g>/dstream_kafka/commits/<batch_time_ms> {"ranges": [...], "committed_at_ms": ...}
     /consumers/<g>/dstream_kafka/data_loss/record-<seq>  {"topic", "partition", "lost_from", ...}
+    /consumers/<g>/dstream_kafka/layout                  LAYOUT_VERSION (written with the first commit);
+                                                         a newer one is refused
 
 A commit reads every partition node (data and version), checks that each range starts at the
 stored offset, then writes all offsets and the history node in **one ZooKeeper transaction**:
@@ -29,7 +31,10 @@ from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
 from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, utc_from_ms
 
-__all__ = ["ZooKeeperOffsetStore"]
+__all__ = ["LAYOUT_VERSION", "ZooKeeperOffsetStore"]
+
+#: The znode layout this version writes; a group of a newer layout is refused.
+LAYOUT_VERSION = 1
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +100,7 @@ class ZooKeeperOffsetStore(OffsetStore):
             self._zk, self._owned, self._started = hosts, False, True
         self._history_count: dict[str, int] = {}
         self._ensured: set[str] = set()
+        self._layout_ok: set[str] = set()
 
     def __repr__(self) -> str:
         return f"ZooKeeperOffsetStore({self.hosts!r})"
@@ -176,11 +182,33 @@ class ZooKeeperOffsetStore(OffsetStore):
                 "by hand or another tool; nothing was committed and no offset was reset. Fix the node.")
         return int(text), stat.version
 
+    def _check_layout(self, group_id: str, write: bool) -> None:
+        """Refuse a group of a newer layout; with ``write``, record this layout where none is."""
+        if group_id in self._layout_ok:
+            return
+        path = f"{self._group_path(group_id)}/dstream_kafka/layout"
+        found = self._get_many([path])[0]
+        if found is not None:
+            text = (found[0] or b"").decode("ascii", "replace").strip()
+            if not text.isdigit() or int(text) > LAYOUT_VERSION:
+                raise OffsetStoreError(
+                    f"ZooKeeper node {path} says layout {text[:20]!r}: group {group_id!r} was written by a newer "
+                    f"dstream_kafka (this version reads layout {LAYOUT_VERSION}). Nothing was read or written; "
+                    "upgrade dstream_kafka to use it.")
+        elif write:
+            self._ensure(f"{self._group_path(group_id)}/dstream_kafka")
+            with contextlib.suppress(self._exc.NodeExistsError):
+                self._wait(self._client().create_async(path, str(LAYOUT_VERSION).encode()))
+        else:
+            return  # not recorded yet (nothing committed, or an older release): check again later
+        self._layout_ok.add(group_id)
+
     # -- contract -----------------------------------------------------------------------------
     def _load(self, group_id: str, topics: Collection[str] | None) -> dict[TopicPartition, int]:
         base = f"{self._group_path(group_id)}/offsets"
         result: dict[TopicPartition, int] = {}
         with self._lock, self._wrapped("loading offsets"):
+            self._check_layout(group_id, write=False)
             zk = self._client()
             try:
                 names = self._wait(zk.get_children_async(base)) if topics is None else list(topics)
@@ -201,6 +229,7 @@ class ZooKeeperOffsetStore(OffsetStore):
     def _commit(self, group_id: str, t: int, merged: tuple[OffsetRange, ...]) -> bool:
         history = f"{self._group_path(group_id)}/dstream_kafka/commits"
         with self._lock, self._wrapped("committing offsets"):
+            self._check_layout(group_id, write=True)
             zk = self._client()
             paths = [self._offset_path(group_id, r.topicPartition()) for r in merged]
             found = self._get_many([f"{history}/{t}", *paths])

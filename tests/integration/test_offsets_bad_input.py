@@ -128,3 +128,56 @@ def test_a_postgresql_password_is_asked_on_a_terminal_without_echo_when_libpq_ha
     assert params["password"] not in shown
     with OffsetStores.postgres(None, **params) as store:
         assert store.load(group) == {TopicPartition(topic, 0): 0}
+
+
+def _zookeeper_newer(request: pytest.FixtureRequest, unique: Callable[[str], str], group: str) -> str:
+    """A group committed to ZooKeeper whose layout node then says 9; returns the store URI."""
+    from kazoo.client import KazooClient
+
+    zookeeper = request.getfixturevalue("zookeeper")
+    uri = f"zookeeper://127.0.0.1:{zookeeper.port}"
+    with open_store(uri) as store:
+        store.commit(group, 1_000, [OffsetRange("t", 0, 0, 5)])
+
+    client = KazooClient(hosts=f"127.0.0.1:{zookeeper.port}")
+    client.start(timeout=10)
+    try:
+        client.set(f"/consumers/{group}/dstream_kafka/layout", b"9")
+    finally:
+        client.stop()
+        client.close()
+    return uri
+
+
+def _hbase_newer(request: pytest.FixtureRequest, unique: Callable[[str], str], group: str) -> str:
+    """A group committed to a new HBase table whose group cell then says layout 9; returns the URI."""
+    import json
+
+    from dstream_kafka.stores.hbase_keys import group_row_key
+
+    hbase = request.getfixturevalue("hbase")
+    table = unique("offsets").replace("-", "_")
+    with OffsetStores.hbase(hbase.host, hbase.thrift_port, table=table, create_table=True) as store:
+        store.commit(group, 1_000, [OffsetRange("t", 0, 0, 5)])
+    connection = hbase.connection()
+    try:
+        cells = connection.table(table).row(group_row_key(group))
+        doc = json.loads(cells[b"meta:commit"])
+        connection.table(table).put(group_row_key(group), {b"meta:commit": json.dumps({**doc, "layout": 9}).encode()})
+    finally:
+        connection.close()
+    return f"hbase://{hbase.thrift_url}/{table}"
+
+
+@pytest.mark.parametrize("kind", ["zookeeper", "hbase"])
+def test_a_zookeeper_or_hbase_group_of_a_newer_layout_is_refused_naming_the_upgrade(
+        kind: str, request: pytest.FixtureRequest, unique: Callable[[str], str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    group = unique("group")
+    uri = (_zookeeper_newer if kind == "zookeeper" else _hbase_newer)(request, unique, group)
+    code = main(["offsets", "export", "--store", uri, "--group", group])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    assert err.startswith("dstream-kafka: error: --store: ") and err.count("\n") == 1
+    assert "written by a newer dstream_kafka (this version reads layout 1). Nothing was read or written; upgrade " \
+           "dstream_kafka to use it." in err
