@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
                       default=None,
                       help="stop gracefully after this many seconds (default: run until Ctrl-C)")
 
-    offsets = sub.add_parser("offsets", help="see the offsets a stream committed to a store")
+    offsets = sub.add_parser("offsets", help="see and move the offsets a stream committed to a store")
     offsets_sub = offsets.add_subparsers(dest="action", metavar="ACTION")
     offsets_sub.required = True
     describe = offsets_sub.add_parser(

@@ -28,8 +28,9 @@ from dstream_kafka.stores.checkpoint import CheckpointOffsetStore
 from dstream_kafka.stores.hbase import HBaseOffsetStore
 from dstream_kafka.stores.kafka_group import KafkaGroupOffsetStore
 from dstream_kafka.stores.mirror import KafkaGroupMirror, MirrorTarget
-from dstream_kafka.stores.records import CommitRecord, DataLossRecord, PlannedBatch
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, PlannedBatch, ResetAudit
 from dstream_kafka.stores.sql import PostgresOffsetStore, SqliteOffsetStore, SqlOffsetStore
+from dstream_kafka.stores.structured_streaming import StructuredStreamingCheckpoint
 from dstream_kafka.stores.zookeeper import ZooKeeperOffsetStore
 
 __all__ = [
@@ -43,8 +44,10 @@ __all__ = [
     "OffsetStores",
     "PlannedBatch",
     "PostgresOffsetStore",
+    "ResetAudit",
     "SqlOffsetStore",
     "SqliteOffsetStore",
+    "StructuredStreamingCheckpoint",
     "Transaction",
     "TransactionalOffsetStore",
     "ZooKeeperOffsetStore",
