@@ -248,3 +248,18 @@ def test_a_file_naming_an_unknown_topic_is_refused_and_nothing_is_written(
     assert err.startswith("dstream-kafka: error: --from-file: Topic 'not-a-topic-here' does not exist")
     with open_store(uri) as store:
         assert store.load(group)[TopicPartition(topic, 0)] == 8
+
+
+def test_a_file_naming_an_unknown_partition_is_refused_and_nothing_is_written(
+        kafka: Any, sqlite_group: tuple[str, str, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    uri, group, topic = sqlite_group
+    path = tmp_path / "offsets.json"
+    path.write_text(f'{{"{topic}":{{"0":1,"5":1}}}}')
+    code, out, err = _run(capsys, "reset", "--store", uri, "--group", group, "--execute", "--from-file",
+                          str(path), "--bootstrap-servers", kafka.bootstrap_servers)
+    assert code == 1 and out == ""
+    assert err == (f"dstream-kafka: error: --from-file: topic {topic!r} has no partition 5 (it has 2); fix the "
+                   "file\n")
+    with open_store(uri) as store:
+        assert store.load(group)[TopicPartition(topic, 0)] == 8
