@@ -25,7 +25,7 @@ AUTOINCREMENT``)::
                   "lost_from" BIGINT, "lost_until" BIGINT, "batch_time_ms" BIGINT NULL,
                   "after_commit_id" BIGINT NULL  -- newest "Pcommits".id when recorded
                   "recorded_at" TS)
-    "Playout"    ("layout_version" INTEGER)  -- LAYOUT_VERSION; a newer one is refused
+    "Playout"    ("layout_version" INTEGER)  -- see sql_layout.py; a newer one is refused
 
 ``Poffsets`` is the source of truth for where the group resumes. Before every commit (and on
 :meth:`~SqlOffsetStore.load`) it is compared with the newest ``Pcommits`` row (plus data losses
@@ -58,7 +58,8 @@ from dstream_kafka.offsets import (
 )
 from dstream_kafka.stores.base import Transaction, TransactionalOffsetStore
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
-from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, advance_offsets
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, advance_offsets
+from dstream_kafka.stores.sql_layout import check_layout, reset_audit
 from dstream_kafka.stores.sql_dialects import (
     Dialect,
     PostgresDialect,
@@ -70,10 +71,6 @@ from dstream_kafka.stores.sql_dialects import (
 __all__ = ["PostgresOffsetStore", "SqlOffsetStore", "SqliteOffsetStore"]
 
 logger = logging.getLogger(__name__)
-
-
-#: The table layout this version writes (2: "commits"."reset"); a newer one is refused.
-LAYOUT_VERSION = 2
 
 #: Batch commits a store remembers in process (committed_in asks only about the newest batches).
 REMEMBERED_COMMITS = 256
@@ -161,7 +158,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
                 for statement in statements:
                     cur.execute(self._q(statement))
                 conn.commit()
-                self._check_layout(conn)
+                check_layout(conn, self._dialect, self._q, self.tables["layout"])
                 self._tables_ready = True
                 return
             except d.errors as exc:
@@ -169,44 +166,6 @@ class SqlOffsetStore(TransactionalOffsetStore):
                 if attempt == 0 and isinstance(exc, d.integrity_errors):
                     continue  # two stores created the tables at once (PostgreSQL): try again
                 raise d.wrap("creating the offset tables", exc) from None
-
-    def _check_layout(self, conn: Any) -> None:
-        """Refuse tables of a newer layout; bring older ones (no layout row: 1) to this one."""
-        d = self._dialect
-        d.begin(conn, write=False)
-        cur = conn.cursor()
-        cur.execute(self._q('SELECT MAX("layout_version") FROM {V}'))
-        found = cur.fetchone()[0]
-        conn.commit()
-        if found is not None and int(found) > LAYOUT_VERSION:
-            raise OffsetStoreError(
-                f"The offset tables {self.tables['layout']} say layout {int(found)}: they were written by a newer "
-                f"dstream_kafka (this version reads layout {LAYOUT_VERSION}). Nothing was read or written; upgrade "
-                "dstream_kafka to use them.")
-        if found is not None and int(found) == LAYOUT_VERSION:
-            return
-        self._add_reset_column(conn)
-        d.begin(conn, write=True)
-        cur = conn.cursor()
-        cur.execute(self._q('DELETE FROM {V}'))
-        cur.execute(self._q('INSERT INTO {V} ("layout_version") VALUES (?)'), (LAYOUT_VERSION,))
-        conn.commit()
-
-    def _add_reset_column(self, conn: Any) -> None:
-        """Add the "reset" column to a commits table created before resets existed."""
-        d = self._dialect
-        d.begin(conn, write=False)
-        cur = conn.cursor()
-        # The column names of the result, not 'SELECT "reset"': SQLite takes a double-quoted
-        # unknown name for a string literal.
-        cur.execute(self._q('SELECT * FROM {C} WHERE 1 = 0'))
-        columns = {c[0] for c in cur.description}
-        conn.commit()
-        if "reset" in columns:
-            return
-        d.begin(conn, write=True)
-        conn.cursor().execute(self._q(f'ALTER TABLE {{C}} ADD COLUMN "reset" {d.text}'))
-        conn.commit()
 
     @contextlib.contextmanager
     def _wrapped(self, what: str) -> Iterator[None]:
@@ -405,7 +364,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
                                 'WHERE "group_id" = ? ORDER BY "id" DESC LIMIT ?'), (group_id, max(0, int(limit))))
             rows = cur.fetchall()
         return [CommitRecord(int(t), tuple(offset_ranges_from_json(r, self.tables["commits"])),
-                             self._dialect.to_datetime(at), _reset_audit(self.tables["commits"], reset))
+                             self._dialect.to_datetime(at), reset_audit(self.tables["commits"], reset))
                 for t, r, at, reset in rows]
 
     def _record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
@@ -432,16 +391,6 @@ class SqlOffsetStore(TransactionalOffsetStore):
         with self._lock:
             self._drop_connection()
             super().close()
-
-
-def _reset_audit(table: str, text: str | None) -> ResetAudit | None:
-    if text is None:
-        return None
-    try:
-        return ResetAudit.from_doc(json.loads(text))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise OffsetStoreError(f"{table}.reset holds {text[:80]!r}, not a reset audit ({exc}); it was edited "
-                               "by hand: restore it or set it to NULL") from None
 
 
 def _rollback(conn: Any) -> None:
