@@ -6,7 +6,7 @@ import argparse
 import math
 import re
 import sys
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from dstream_kafka.errors import DStreamKafkaError
 
@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
                       default=None,
                       help="stop gracefully after this many seconds (default: run until Ctrl-C)")
 
-    offsets = sub.add_parser("offsets", help="see the offsets a stream committed to a store")
+    offsets = sub.add_parser("offsets", help="see and move the offsets a stream committed to a store")
     offsets_sub = offsets.add_subparsers(dest="action", metavar="ACTION")
     offsets_sub.required = True
     describe = offsets_sub.add_parser(
@@ -120,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     describe.add_argument("--store", required=True, metavar="URI",
                           help="the offset store: checkpoint:DIR, kafka://HOST:PORT, sqlite:///PATH, "
                                "postgresql://USER@HOST:PORT/DB, zookeeper://HOST:PORT/ROOT, "
-                               "hbase://HOST:PORT/TABLE")
+                               "hbase://HOST:PORT/TABLE, structured-streaming:DIR")
     describe.add_argument("--group", required=True, type=_group, help="the stream's consumer group")
     describe.add_argument("--topic", type=_topic, help="only this topic")
     describe.add_argument("--bootstrap-servers", metavar="HOST:PORT", type=_servers,
@@ -143,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--topic", type=_topic, help="only this topic")
     import_.add_argument("--file", default="-", metavar="FILE",
                          help="the offsets JSON file (default: standard input)")
+    _add_reset(offsets_sub)
     hist = offsets_sub.add_parser("history", help="committed batches of a group, newest first")
     hist.add_argument("--store", required=True, metavar="URI", help="the offset store URI")
     hist.add_argument("--group", required=True, type=_group, help="the consumer group")
@@ -154,6 +155,48 @@ def build_parser() -> argparse.ArgumentParser:
                       type=_number(float, "a number of seconds", 0, False),
                       help="how long to wait for the store (default 10)")
     return parser
+
+
+def _add_reset(offsets_sub: Any) -> None:
+    reset = offsets_sub.add_parser(
+        "reset", help="move a group's stored offsets (kafka-consumer-groups' scenarios); a dry run "
+                      "unless --execute")
+    reset.add_argument("--store", required=True, metavar="URI", help="the offset store URI")
+    reset.add_argument("--group", required=True, type=_group, help="the consumer group")
+    scenario = reset.add_mutually_exclusive_group(required=True)
+    scenario.add_argument("--to-earliest", action="store_true", help="the log start offset")
+    scenario.add_argument("--to-latest", action="store_true", help="the log end offset")
+    scenario.add_argument("--to-current", action="store_true", help="the stored offset (unchanged)")
+    scenario.add_argument("--to-offset", metavar="N", type=_number(int, "a whole number", 0, True),
+                          help="offset N")
+    scenario.add_argument("--shift-by", metavar="N", type=int, help="the stored offset plus N (N may be < 0)")
+    scenario.add_argument("--to-datetime", metavar="ISO-8601",
+                          help="the first offset at or after this time (no zone: local time)")
+    scenario.add_argument("--by-duration", metavar="PnDTnHnMnS",
+                          help="the first offset at or after now minus this duration")
+    scenario.add_argument("--from-file", metavar="FILE",
+                          help="offsets from Kafka's CSV (topic,partition,offset) or offsets JSON")
+    reset.add_argument("--topic", action="append", default=[], metavar="TOPIC[:P,P]",
+                       help="a topic, or some of its partitions (repeatable)")
+    reset.add_argument("--all-topics", action="store_true", help="every partition the store holds for the group")
+    reset.add_argument("--bootstrap-servers", metavar="HOST:PORT", type=_servers,
+                       help="the brokers of the topics (default: the kafka:// store's)")
+    reset.add_argument("--execute", action="store_true", help="write the plan (default: a dry run)")
+    reset.add_argument("--timeout", metavar="SECONDS", default=10.0,
+                       type=_number(float, "a number of seconds", 0, False),
+                       help="how long to wait for the store and the broker (default 10)")
+
+
+def _reset_scenario(args: argparse.Namespace) -> Any:
+    from dstream_kafka.offsets_reset import Scenario
+
+    for kind in ("to_earliest", "to_latest", "to_current"):
+        if getattr(args, kind):
+            return Scenario(kind.replace("_", "-"))
+    for kind in ("to_offset", "shift_by", "to_datetime", "by_duration"):
+        if getattr(args, kind) is not None:
+            return Scenario(kind.replace("_", "-"), getattr(args, kind))
+    return Scenario("from-file", _read_input(args.from_file, "--from-file"))
 
 
 def _version() -> str:
@@ -176,15 +219,24 @@ def _offsets(args: argparse.Namespace) -> int:
         logging.getLogger(name).setLevel(logging.CRITICAL)
     from dstream_kafka.errors import OffsetFencedError, OffsetStoreError
 
+    _ask_postgres_password(args.store)
     try:
         if args.action == "export":
             print(export_offsets(args.store, args.group, topic=args.topic, timeout=args.timeout))
             return 0
         if args.action == "import":
-            text = _read_input(args.file)
+            text = _read_input(args.file, "--file")
             record = import_offsets(args.store, args.group, text, timeout=args.timeout)
             print(f"imported {len(record.ranges)} partitions into group {args.group!r} as batch "
                   f"{record.batch_time_ms}")
+            return 0
+        if args.action == "reset":
+            from dstream_kafka.offsets_reset import format_reset, reset
+
+            plan = reset(args.store, args.group, _reset_scenario(args), topics=args.topic,
+                         all_topics=args.all_topics, bootstrap_servers=args.bootstrap_servers,
+                         execute=args.execute, timeout=args.timeout)
+            print(format_reset(plan, executed=args.execute, terminal=sys.stdout.isatty()))
             return 0
         if args.action == "history":
             records = history(args.store, args.group, limit=int(args.limit), timeout=args.timeout)
@@ -194,16 +246,38 @@ def _offsets(args: argparse.Namespace) -> int:
         rows = describe(args.store, args.group, bootstrap_servers=args.bootstrap_servers,
                         topic=args.topic, timeout=args.timeout)
     except OffsetFencedError as exc:
+        if args.action == "reset":
+            raise
         raise OffsetStoreError(f"--store: {exc} A stream is committing to this group: stop it "
                                "and import again") from None
     except OffsetStoreError as exc:
+        if "upgrade dstream_kafka" in str(exc).lower():  # a store of a newer layout: nothing to check about the URI
+            raise OffsetStoreError(f"--store: {exc}") from None
         raise OffsetStoreError(f"--store: {str(exc).rstrip('. ')}; check the URI and that the service runs "
                                f"(waited up to --timeout {args.timeout:g}s)") from None
     print(format_rows(rows, args.format, terminal=args.format == "table" and sys.stdout.isatty()))
     return 0
 
 
-def _read_input(path: str) -> str:
+def _ask_postgres_password(uri: str) -> None:
+    """Prompt for a postgresql:// store's password when libpq has none (no PGPASSWORD, no
+    password file) and a person is at the terminal; getpass never echoes it, and it reaches
+    libpq through this process's environment only."""
+    import getpass
+    import os
+
+    if not uri.lower().startswith("postgresql:") or os.environ.get("PGPASSWORD"):
+        return
+    passfile = os.environ.get("PGPASSFILE") or os.path.expanduser("~/.pgpass")
+    if os.path.isfile(passfile) or not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return  # libpq reads the file; without a terminal a missing password fails with libpq's message
+    from dstream_kafka.store_uri import parse_store_uri
+
+    parsed = parse_store_uri(uri)  # a malformed URI is refused before anyone is asked anything
+    os.environ["PGPASSWORD"] = getpass.getpass(f"Password for {parsed.user}@{parsed.host_list()}: ")
+
+
+def _read_input(path: str, option: str) -> str:
     from dstream_kafka.errors import ConfigurationError
 
     if path == "-":
@@ -212,8 +286,8 @@ def _read_input(path: str) -> str:
         with open(path, encoding="utf-8") as fh:
             return fh.read()
     except OSError as exc:
-        raise ConfigurationError(f"--file: cannot read {path!r} ({exc.strerror}); give an offsets "
-                                 "JSON file or - for standard input") from None
+        raise ConfigurationError(f"{option}: cannot read {path!r} ({exc.strerror}); give an offsets "
+                                 "file or - for standard input") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

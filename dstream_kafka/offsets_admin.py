@@ -23,7 +23,8 @@ from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.records import CommitRecord
 
-__all__ = ["COLUMNS", "OffsetRow", "describe", "export_offsets", "format_history", "format_rows", "history", "import_offsets"]
+__all__ = ["COLUMNS", "OffsetRow", "describe", "export_offsets", "format_history", "format_rows", "history",
+           "import_offsets", "render_table", "reset"]
 
 #: The table's columns, in order.
 COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET",
@@ -200,24 +201,34 @@ def format_rows(rows: Sequence[OffsetRow], fmt: str = "table", *, terminal: bool
     lost = sum(r.data_lost for r in rows)
     total = (f"TOTAL: {len(rows)} partitions, lag {lag}"
              + (f", {lost} records LOST (committed offset below the log start)" if lost else ""))
+    return render_table(COLUMNS, [(r.cells(), bool(r.data_lost)) for r in rows], terminal=terminal) + "\n" + total
+
+
+#: Columns :func:`render_table` aligns right.
+NUMERIC_COLUMNS = frozenset({"PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET",
+                             "LAG", "RECORDS"})
+
+
+def render_table(columns: Sequence[str], rows: Sequence[tuple[Sequence[str], bool]], *,
+                 terminal: bool = False) -> str:
+    """Return rows as aligned columns drawn by rich; a row flagged True is red on a terminal.
+
+    Without ``terminal`` the text is plain (no borders, colours or trailing spaces), for pipes.
+    """
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
     table = Table(box=box.SIMPLE_HEAD if terminal else None, show_edge=False, pad_edge=False,
                   header_style="bold" if terminal else "")
-    for name in COLUMNS:
-        table.add_column(name, justify="right" if name in _NUMERIC else "left", no_wrap=True)
-    for r in rows:
-        table.add_row(*r.cells(), style="red" if (terminal and r.data_lost) else None)
-    console = Console(file=io.StringIO(), width=400, force_terminal=terminal,
+    for name in columns:
+        table.add_column(name, justify="right" if name in NUMERIC_COLUMNS else "left", no_wrap=True)
+    for cells, flagged in rows:
+        table.add_row(*cells, style="red" if (terminal and flagged) else None)
+    console = Console(file=io.StringIO(), width=1000, force_terminal=terminal,
                       color_system="standard" if terminal else None, highlight=False)
     console.print(table)
-    text = "\n".join(line.rstrip() for line in console.file.getvalue().splitlines())  # type: ignore[attr-defined]
-    return text.strip("\n") + "\n" + total
-
-
-_NUMERIC = {"PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET", "LAG"}
+    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()).strip("\n")  # type: ignore[attr-defined]
 
 
 def _opened(store: OffsetStore | str, timeout: float) -> tuple[OffsetStore, bool]:
@@ -382,23 +393,33 @@ def format_history(records: Sequence[CommitRecord], fmt: str = "table", *,
         return json.dumps([{"batch_time_ms": r.batch_time_ms, "batch_time": batch(r.batch_time_ms),
                             "committed_at": iso(r.committed_at),
                             "records": sum(x.count() for x in r.ranges),
+                            "reset": None if r.reset is None else r.reset.doc(),
                             "ranges": [{"topic": x.topic, "partition": x.partition,
                                         "fromOffset": x.fromOffset, "untilOffset": x.untilOffset}
                                        for x in r.ranges]} for r in records], indent=2)
     if fmt != "table":
         raise ConfigurationError(f"--format must be table or json, got {fmt!r}")
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
+    return render_table(("BATCH-TIME", "COMMITTED-AT", "RECORDS", "RANGES"),
+                        [((batch(r.batch_time_ms), iso(r.committed_at), str(sum(x.count() for x in r.ranges)),
+                           _ranges_text(r)), r.reset is not None) for r in records], terminal=terminal)
 
-    table = Table(box=box.SIMPLE_HEAD if terminal else None, show_edge=False, pad_edge=False,
-                  header_style="bold" if terminal else "")
-    for name in ("BATCH-TIME", "COMMITTED-AT", "RECORDS", "RANGES"):
-        table.add_column(name, justify="right" if name == "RECORDS" else "left", no_wrap=True)
-    for r in records:
-        table.add_row(batch(r.batch_time_ms), iso(r.committed_at), str(sum(x.count() for x in r.ranges)),
-                      " ".join(f"{x.topic}-{x.partition}:[{x.fromOffset},{x.untilOffset})" for x in r.ranges))
-    console = Console(file=io.StringIO(), width=1000, force_terminal=terminal,
-                      color_system="standard" if terminal else None, highlight=False)
-    console.print(table)
-    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()).strip("\n")  # type: ignore[attr-defined]
+
+def _ranges_text(record: CommitRecord) -> str:
+    """``topic-partition:[from,until)`` per range; a reset shows ``RESET by user@host`` and
+    ``topic-partition: old -> new`` instead."""
+    if record.reset is None:
+        return " ".join(f"{x.topic}-{x.partition}:[{x.fromOffset},{x.untilOffset})" for x in record.ranges)
+    moves = " ".join(f"{x.topic}-{x.partition}: {record.reset.previous.get(x.topicPartition(), '-')} -> "
+                     f"{x.untilOffset}" for x in record.ranges)
+    return f"RESET by {record.reset.user}@{record.reset.host}: {moves}"
+
+
+def reset(store: OffsetStore | str, group: str, scenario: Any, *, topics: Sequence[str] = (),
+          all_topics: bool = False, bootstrap_servers: str | None = None, execute: bool = False,
+          timeout: float = 10.0) -> list[Any]:
+    """Plan (and with ``execute`` write) a reset of ``group``'s offsets; see
+    :func:`dstream_kafka.offsets_reset.reset`, which this is."""
+    from dstream_kafka.offsets_reset import reset as _reset
+
+    return _reset(store, group, scenario, topics=topics, all_topics=all_topics,
+                  bootstrap_servers=bootstrap_servers, execute=execute, timeout=timeout)

@@ -165,6 +165,9 @@ class PartitionPositions:
         stored: dict[TopicPartition, int] = {}
         if store is not None:
             stored = store.load(self.store_group, self.strategy.topic_names())
+            from dstream_kafka.offsets_reset import log_reset_start
+
+            log_reset_start(store, self.store_group)  # a reset by hand is worth a line in the log
             pending = store.pending(self.store_group)
             if pending is not None:
                 # A batch was planned but never committed: re-run exactly its ranges first.
@@ -183,6 +186,10 @@ class PartitionPositions:
         :meth:`start_offset` says; stored offsets are checked against the log.
         """
         self._first_start_pending = not stored and not assigned
+        if store is not None and stored:
+            from dstream_kafka.offsets_group import check_group_not_moved
+
+            check_group_not_moved(consumer, store, self.store_group, stored)  # Kafka's reset tool
         for tp in sorted(set(self.current) - assigned):
             self.forget_unassigned(consumer, store, tp)
         if self.current:

@@ -13,6 +13,8 @@ URI                                        store
 ``zookeeper://HOST:PORT[/ROOT]``           :class:`~dstream_kafka.stores.ZooKeeperOffsetStore` (``ROOT`` is
                                            the chroot)
 ``hbase://HOST:PORT[/TABLE]``              :class:`~dstream_kafka.stores.HBaseOffsetStore` (Thrift1 gateway)
+``structured-streaming:DIR``               a Structured Streaming query's checkpoint folder (local path),
+                                           :class:`~dstream_kafka.stores.structured_streaming.StructuredStreamingCheckpoint`
 =========================================  ==================================================================
 
 Ports may be left out (Kafka 9092, PostgreSQL 5432, ZooKeeper 2181, HBase Thrift 9090). A bad
@@ -40,6 +42,7 @@ SCHEMES: dict[str, str] = {
     "postgresql": "postgresql://USER@HOST:PORT/DB",
     "zookeeper": "zookeeper://HOST:PORT/ROOT",
     "hbase": "hbase://HOST:PORT/TABLE",
+    "structured-streaming": "structured-streaming:DIR",
 }
 _DEFAULT_PORTS = {"kafka": 9092, "postgresql": 5432, "zookeeper": 2181, "hbase": 9090}
 _HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$")
@@ -72,8 +75,8 @@ class StoreURI:
         return ",".join(f"{h}:{p}" for h, p in self.hosts)
 
     def __str__(self) -> str:
-        if self.scheme == "checkpoint":
-            return f"checkpoint:{self.path}"
+        if self.scheme in ("checkpoint", "structured-streaming"):
+            return f"{self.scheme}:{self.path}"
         if self.scheme == "sqlite":
             return f"sqlite:///{self.path}"
         user = f"{self.user}@" if self.user else ""
@@ -115,8 +118,8 @@ def parse_store_uri(uri: str) -> StoreURI:
     ----------
     uri : str
         ``checkpoint:DIR``, ``kafka://HOST:PORT``, ``sqlite:///PATH``,
-        ``postgresql://USER@HOST:PORT/DB``, ``zookeeper://HOST:PORT/ROOT`` or
-        ``hbase://HOST:PORT/TABLE``.
+        ``postgresql://USER@HOST:PORT/DB``, ``zookeeper://HOST:PORT/ROOT``,
+        ``hbase://HOST:PORT/TABLE`` or ``structured-streaming:DIR``.
 
     Returns
     -------
@@ -138,7 +141,7 @@ def parse_store_uri(uri: str) -> StoreURI:
         raise ConfigurationError(
             f"--store: unknown store scheme {shown!r}; use one of " + ", ".join(SCHEMES.values()))
     form = SCHEMES[scheme]
-    if scheme == "checkpoint":
+    if scheme in ("checkpoint", "structured-streaming"):
         if not rest.strip():
             raise _error(form, "the checkpoint directory is empty")
         return StoreURI(scheme, path=rest)
@@ -216,6 +219,10 @@ def open_store(uri: str, *, timeout: float = 10.0, spark_context: Any = None,
 
     if parsed.scheme == "checkpoint":
         return OffsetStores.checkpoint(parsed.path, spark_context=spark_context)
+    if parsed.scheme == "structured-streaming":
+        from dstream_kafka.stores.structured_streaming import StructuredStreamingCheckpoint
+
+        return StructuredStreamingCheckpoint(parsed.path)
     if parsed.scheme == "sqlite":
         return OffsetStores.sqlite(parsed.path, timeout=timeout)
     if parsed.scheme == "kafka":

@@ -28,8 +28,9 @@ from dstream_kafka.stores.checkpoint import CheckpointOffsetStore
 from dstream_kafka.stores.hbase import HBaseOffsetStore
 from dstream_kafka.stores.kafka_group import KafkaGroupOffsetStore
 from dstream_kafka.stores.mirror import KafkaGroupMirror, MirrorTarget
-from dstream_kafka.stores.records import CommitRecord, DataLossRecord, PlannedBatch
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, PlannedBatch, ResetAudit
 from dstream_kafka.stores.sql import PostgresOffsetStore, SqliteOffsetStore, SqlOffsetStore
+from dstream_kafka.stores.structured_streaming import StructuredStreamingCheckpoint
 from dstream_kafka.stores.zookeeper import ZooKeeperOffsetStore
 
 __all__ = [
@@ -43,8 +44,10 @@ __all__ = [
     "OffsetStores",
     "PlannedBatch",
     "PostgresOffsetStore",
+    "ResetAudit",
     "SqlOffsetStore",
     "SqliteOffsetStore",
+    "StructuredStreamingCheckpoint",
     "Transaction",
     "TransactionalOffsetStore",
     "ZooKeeperOffsetStore",
@@ -58,7 +61,7 @@ class OffsetStores:
 
     @staticmethod
     def checkpoint(path: str | os.PathLike[str], *, keep_batches: int = 100, spark_context: Any = None,
-                   also_commit_to_kafka_group: MirrorTarget | None = None) -> CheckpointOffsetStore:
+                   also_commit_to_kafka_group: MirrorTarget | None | bool = None) -> CheckpointOffsetStore:
         """Offsets in the checkpoint directory ``path`` (local path or Hadoop URI)."""
         return CheckpointOffsetStore(path, keep_batches=keep_batches, spark_context=spark_context,
                                      also_commit_to_kafka_group=also_commit_to_kafka_group)

@@ -10,6 +10,12 @@ stream has committed. Every store follows the same rules:
   never merged. Partitions without a stored offset are inserted.
 * Re-committing exactly the same batch (same batch time, same ranges) is a no-op, so a batch
   re-run after a crash between the store commit and the stream noticing it does not fail.
+* :meth:`OffsetStore.reset` moves offsets anywhere (back too) as a new commit whose ranges are
+  empty at the new offsets, with a :class:`~dstream_kafka.stores.records.ResetAudit` kept in
+  the history. Instead of the continuation rule it checks that the stored offsets are still
+  those the reset was planned from (compare-and-set), so a stream committing meanwhile makes
+  the reset fail with :class:`~dstream_kafka.errors.OffsetFencedError`, and the stream's next
+  commit after a reset is fenced (it no longer continues the stored offsets).
 * :meth:`OffsetStore.record_data_loss` records a lost range durably and, when the stored offset
   of that partition is ``lost_from``, moves it to ``lost_until`` in the same step, so the next
   batch (which starts at ``lost_until``) continues the stored offsets.
@@ -33,6 +39,7 @@ from dstream_kafka.stores.records import (
     CommitRecord,
     DataLossRecord,
     PlannedBatch,
+    ResetAudit,
     as_ranges,
     batch_time_to_ms,
     check_continuation,
@@ -45,6 +52,7 @@ __all__ = [
     "OffsetMirror",
     "OffsetStore",
     "PlannedBatch",
+    "ResetAudit",
     "Transaction",
     "TransactionalOffsetStore",
 ]
@@ -95,6 +103,9 @@ class OffsetStore(abc.ABC):
     def __init__(self, *, mirror: OffsetMirror | None = None) -> None:
         self._lock = threading.RLock()
         self._mirror = mirror
+        # The audit of the reset being written (under self._lock), read by _admit_commit and
+        # by each store's _commit, which keeps it with the commit record; None for a batch.
+        self._reset_audit: ResetAudit | None = None
 
     # -- contract ---------------------------------------------------------------------------
     def load(self, group_id: str, topics: Collection[str] | None = None) -> dict[TopicPartition, int]:
@@ -131,6 +142,66 @@ class OffsetStore(abc.ABC):
         group_id, t, _, merged = self._check_batch_args(group_id, batch_time_ms, ranges)
         if self._commit(group_id, t, merged):
             self._mirror_commit(group_id, merged)
+
+    def reset(self, group_id: str, offsets: Mapping[TopicPartition, int], *,
+              expected: Mapping[TopicPartition, int], user: str, host: str,
+              batch_time_ms: int | None = None) -> int:
+        """Move the stored offsets of ``offsets``' partitions to the given values, audited.
+
+        The reset is a new commit (ranges empty at the new offsets) whose history record
+        carries a :class:`ResetAudit`; earlier commits stay. Other partitions keep their offsets.
+
+        Parameters
+        ----------
+        offsets : mapping
+            ``{TopicPartition: next offset to read}``.
+        expected : mapping
+            The stored offsets the reset was planned from (a partition the store does not hold
+            is absent); the write is refused if the store holds anything else by then.
+        user, host : str
+            Who resets, from where (kept in the audit).
+        batch_time_ms : int, optional
+            The commit's batch time; default now, and always after the newest commit.
+
+        Returns
+        -------
+        int
+            The batch time of the reset commit.
+
+        Raises
+        ------
+        OffsetFencedError
+            If a stream planned a batch it has not committed (it holds the store), or the
+            stored offsets changed since ``expected`` was read. Nothing is stored.
+        """
+        import time
+
+        group_id = self._check_group(group_id)
+        wanted = {as_topic_partition(tp): o for tp, o in offsets.items()}
+        if not wanted:
+            raise ConfigurationError("a reset needs at least one partition")
+        ranges = tuple(OffsetRange(tp.topic, tp.partition, o, o) for tp, o in sorted(wanted.items()))
+        audit = ResetAudit(user, host, {as_topic_partition(tp): int(o) for tp, o in expected.items()
+                                        if as_topic_partition(tp) in wanted})
+        with self._lock:
+            pending = self._pending(group_id)
+            if pending is not None:
+                raise OffsetFencedError(
+                    f"Reset refused: a stream holds group {group_id!r} (batch {pending.batch_time_ms} is "
+                    "planned but not committed). Stop the stream, or let it finish the batch, and reset "
+                    "again; nothing was stored.")
+            newest = self._history(group_id, 1)
+            t = int(time.time() * 1000) if batch_time_ms is None else batch_time_to_ms(batch_time_ms)
+            if newest and t <= newest[0].batch_time_ms:
+                t = newest[0].batch_time_ms + 1
+            self._reset_audit = audit
+            try:
+                changed = self._commit(group_id, t, ranges)
+            finally:
+                self._reset_audit = None
+        if changed:
+            self._mirror_commit(group_id, ranges)
+        return t
 
     def history(self, group_id: str, limit: int = 20) -> list[CommitRecord]:
         """Return up to ``limit`` committed batches of the group, newest first."""
@@ -199,7 +270,8 @@ class OffsetStore(abc.ABC):
     def _admit_commit(group_id: str, batch_time_ms: int, merged: tuple[OffsetRange, ...],
                       committed: Sequence[OffsetRange] | None,
                       read_stored: Callable[[], Mapping[TopicPartition, int]], *,
-                      holder: str, place: str) -> Mapping[TopicPartition, int] | None:
+                      holder: str, place: str, reset: ResetAudit | None = None
+                      ) -> Mapping[TopicPartition, int] | None:
         """Apply the commit rules to what a store read inside its atomic section.
 
         Parameters
@@ -210,6 +282,9 @@ class OffsetStore(abc.ABC):
             Returns the stored offsets; called only when the batch is not committed yet.
         holder, place : str
             Where the store keeps commits and offsets, as error messages name them.
+        reset : ResetAudit, optional
+            The store's ``_reset_audit`` during :meth:`reset`: the stored offsets must then be
+            ``reset.previous`` (compare-and-set) instead of continuing into the ranges.
 
         Returns
         -------
@@ -220,8 +295,21 @@ class OffsetStore(abc.ABC):
         Raises
         ------
         OffsetFencedError
-            If ``committed`` holds other ranges, or a range does not continue its stored offset.
+            If ``committed`` holds other ranges, or a range does not continue its stored offset
+            (for a reset: the stored offsets are not those the reset was planned from).
         """
+        audit = reset
+        if audit is not None:
+            stored = read_stored()
+            changed = [f"{r.topic}-{r.partition} holds {stored.get(r.topicPartition(), 'nothing')}, the reset "
+                       f"was planned from {audit.previous.get(r.topicPartition(), 'nothing')}"
+                       for r in merged if stored.get(r.topicPartition()) != audit.previous.get(r.topicPartition())]
+            if committed is not None or changed:
+                raise OffsetFencedError(
+                    f"Reset of group {group_id!r} refused: {place} changed since the reset was planned ("
+                    + ("; ".join(changed) or f"batch {batch_time_ms} exists") + "). A stream is committing "
+                    "to this group: stop it and plan the reset again; nothing was stored.")
+            return stored
         if committed is not None:
             if tuple(committed) == merged:
                 return None

@@ -60,6 +60,7 @@ from dstream_kafka.stores.records import (
     CommitRecord,
     DataLossRecord,
     PlannedBatch,
+    ResetAudit,
     advance_offsets,
     merge_ranges,
     utc_from_ms,
@@ -79,7 +80,7 @@ def _int_name(name: str) -> int | None:
 class _Commit:
     """The parsed newest commit: batch time, group and full offsets."""
 
-    __slots__ = ("batch_time_ms", "group_id", "ranges", "offsets", "committed_at_ms", "previous")
+    __slots__ = ("batch_time_ms", "group_id", "ranges", "offsets", "committed_at_ms", "previous", "reset")
 
     def __init__(self, doc: Mapping[str, Any], ranges: tuple[OffsetRange, ...],
                  offsets: dict[TopicPartition, int]) -> None:
@@ -90,6 +91,7 @@ class _Commit:
         self.committed_at_ms = int(doc["committed_at_ms"])
         previous = doc.get("previous_batch_time_ms")
         self.previous = None if previous is None else int(previous)
+        self.reset = ResetAudit.from_doc(doc.get("reset"))
 
 
 class CheckpointOffsetStore(OffsetStore):
@@ -105,8 +107,9 @@ class CheckpointOffsetStore(OffsetStore):
         Number of committed batches whose files are kept (default 100).
     spark_context : SparkContext, optional
         Used for Hadoop URIs; defaults to the active one.
-    also_commit_to_kafka_group : dict or callable, optional
-        Mirror every commit to a Kafka group (:class:`~dstream_kafka.stores.mirror.KafkaGroupMirror`).
+    also_commit_to_kafka_group : dict or callable or bool, optional
+        Mirror every commit to a Kafka group for lag tools (:func:`~dstream_kafka.stores.mirror.mirror_to`):
+        by default through the stream's consumer to its group.id; False turns it off.
 
     Notes
     -----
@@ -115,7 +118,7 @@ class CheckpointOffsetStore(OffsetStore):
     """
 
     def __init__(self, path: str | os.PathLike[str], *, keep_batches: int = 100, spark_context: Any = None,
-                 also_commit_to_kafka_group: MirrorTarget | None = None) -> None:
+                 also_commit_to_kafka_group: MirrorTarget | None | bool = None) -> None:
         super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
         self.keep_batches = self._check_keep("keep_batches", keep_batches)
         self._fs: CheckpointFileSystem = open_file_system(path, spark_context)
@@ -352,7 +355,8 @@ class CheckpointOffsetStore(OffsetStore):
             committed = previous.ranges
         where = f"checkpoint {self.path}"
         stored = self._admit_commit(group_id, t, merged, committed, lambda: self._stored(group_id),
-                                    holder=where, place=where)
+                                    holder=where, place=where,
+                                    reset=self._reset_audit)
         if stored is None:
             return
         prev = latest.batch_time_ms if latest is not None else None
@@ -374,6 +378,8 @@ class CheckpointOffsetStore(OffsetStore):
         doc = {"group_id": group_id, "batch_time_ms": t, "ranges": ranges_doc(merged),
                "offsets": json.loads(partition_offsets_to_json(offsets)),
                "previous_batch_time_ms": prev, "committed_at_ms": now}
+        if self._reset_audit is not None:
+            doc["reset"] = self._reset_audit.doc()
         path = self._file("commits", t)
         if not self._fs.write_new(path, encode(doc)):
             existing = self._read_commit(t)
@@ -415,7 +421,8 @@ class CheckpointOffsetStore(OffsetStore):
                     break
                 commit = self._read_commit(t)
                 if commit is not None:
-                    records.append(CommitRecord(t, commit.ranges, utc_from_ms(commit.committed_at_ms)))
+                    records.append(CommitRecord(t, commit.ranges, utc_from_ms(commit.committed_at_ms),
+                                                commit.reset))
             return records
 
     def _record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,

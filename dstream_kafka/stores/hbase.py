@@ -8,10 +8,13 @@ Row keys are described in :mod:`dstream_kafka.stores.hbase_keys`; ``<g>`` is the
 
     family offsets (TTL, 30 days by default; 1 version)
       <topic>:<g>:<batchTimeMillis>   offsets:<partition> = untilOffset (ASCII decimal)   <- the guide
-      #batch:<g>:<batchTimeMillis>    offsets:ranges = JSON ranges, offsets:committed_at_ms
+      #batch:<g>:<batchTimeMillis>    offsets:ranges = JSON ranges, offsets:committed_at_ms,
+                                      offsets:reset = JSON audit (a reset's commit only)
     family meta (no TTL; 1 version)
       #group:<g>                      meta:commit = JSON {"seq", "offsets", "batch_ms", "ranges",
-                                                          "committed_at_ms", "rows", "losses"}
+                                                          "committed_at_ms", "rows", "losses",
+                                                          "reset" (a reset's commit only),
+                                                          "layout": LAYOUT_VERSION (absent: 1)}
 
 An offsets row holds, as in the guide, one column per partition of the topic with the offset
 the next batch starts at, for **every** partition of the topic the group has committed (not only
@@ -93,9 +96,12 @@ from dstream_kafka.stores.hbase_keys import (
     parse_offsets_row_key,
 )
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
-from dstream_kafka.stores.records import CommitRecord, DataLossRecord, advance_offsets, utc_from_ms
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, advance_offsets, utc_from_ms
 
-__all__ = ["HBaseOffsetStore", "result_row_key"]
+__all__ = ["LAYOUT_VERSION", "HBaseOffsetStore", "result_row_key"]
+
+#: The layout of the group cell this version writes; a newer one is refused.
+LAYOUT_VERSION = 1
 
 logger = logging.getLogger(__name__)
 
@@ -152,13 +158,14 @@ class HBaseOffsetStore(OffsetStore):
         Connect and call timeout in seconds.
     create_table : bool
         Create the table when it does not exist.
-    also_commit_to_kafka_group : dict or callable, optional
-        Mirror every commit to a Kafka group (:class:`~dstream_kafka.stores.mirror.KafkaGroupMirror`).
+    also_commit_to_kafka_group : dict or callable or bool, optional
+        Mirror every commit to a Kafka group for lag tools (:func:`~dstream_kafka.stores.mirror.mirror_to`):
+        by default through the stream's consumer to its group.id; False turns it off.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 9090, *, table: str = DEFAULT_TABLE,
                  ttl_days: float = 30.0, timeout: float = 10.0, create_table: bool = True,
-                 also_commit_to_kafka_group: MirrorTarget | None = None) -> None:
+                 also_commit_to_kafka_group: MirrorTarget | None | bool = None) -> None:
         super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
         self._happybase = _happybase()
         from thriftpy2.thrift import TException
@@ -271,6 +278,11 @@ class HBaseOffsetStore(OffsetStore):
             return None, None
         try:
             doc = json.loads(raw)
+            if isinstance(doc, dict) and int(doc.get("layout", 1)) > LAYOUT_VERSION:
+                raise OffsetStoreError(
+                    f"HBase table {self.table_name!r} at {self.address}, row {row!r}: layout {doc['layout']}, written "
+                    f"by a newer dstream_kafka (this version reads layout {LAYOUT_VERSION}). Nothing was read or "
+                    "written; upgrade dstream_kafka to use it.")
             offsets = {TopicPartition(topic, int(p)): int(o)
                        for topic, parts in doc["offsets"].items() for p, o in parts.items()}
             if any(o < 0 for o in offsets.values()):
@@ -280,6 +292,7 @@ class HBaseOffsetStore(OffsetStore):
             int(doc["seq"])
             for loss in doc["losses"]:
                 DataLossRecord.from_doc(loss)
+            ResetAudit.from_doc(doc.get("reset"))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise self._corrupt(row, f"meta:commit is not a dstream_kafka commit document ({exc})") from None
         return raw, doc
@@ -287,14 +300,15 @@ class HBaseOffsetStore(OffsetStore):
     @staticmethod
     def _encode_group_doc(seq: int, offsets: Mapping[TopicPartition, int], batch_ms: int | None,
                           ranges: tuple[OffsetRange, ...], committed_at_ms: int | None,
-                          rows: Mapping[str, Mapping[int, int]], losses: list[dict[str, Any]]) -> bytes:
+                          rows: Mapping[str, Mapping[int, int]], losses: list[dict[str, Any]],
+                          reset: dict[str, Any] | None = None) -> bytes:
         by_topic: dict[str, dict[str, int]] = {}
         for tp, off in sorted(offsets.items()):
             by_topic.setdefault(tp.topic, {})[str(tp.partition)] = off
         doc = {"seq": seq, "offsets": by_topic, "batch_ms": batch_ms,
                "ranges": json.loads(offset_ranges_to_json(ranges)), "committed_at_ms": committed_at_ms,
                "rows": {t: {str(p): o for p, o in sorted(parts.items())} for t, parts in sorted(rows.items())},
-               "losses": losses}
+               "losses": losses, "layout": LAYOUT_VERSION, **({"reset": reset} if reset is not None else {})}
         return json.dumps(doc, separators=(",", ":")).encode()
 
     # -- the guide's offsets rows -------------------------------------------------------------
@@ -383,9 +397,11 @@ class HBaseOffsetStore(OffsetStore):
             for topic, parts in doc["rows"].items():
                 b.put(offsets_row_key(topic, group_id, batch_ms),
                       {OFFSETS_FAMILY + b":" + p.encode(): str(o).encode() for p, o in parts.items()})
-            b.put(batch_row_key(group_id, batch_ms),
-                  {OFFSETS_FAMILY + b":ranges": json.dumps(doc["ranges"], separators=(",", ":")).encode(),
-                   OFFSETS_FAMILY + b":committed_at_ms": str(doc["committed_at_ms"]).encode()})
+            cells = {OFFSETS_FAMILY + b":ranges": json.dumps(doc["ranges"], separators=(",", ":")).encode(),
+                     OFFSETS_FAMILY + b":committed_at_ms": str(doc["committed_at_ms"]).encode()}
+            if doc.get("reset") is not None:
+                cells[OFFSETS_FAMILY + b":reset"] = json.dumps(doc["reset"], separators=(",", ":")).encode()
+            b.put(batch_row_key(group_id, batch_ms), cells)
 
     def _history_row(self, table: Any, group_id: str, key: bytes,
                      data: Mapping[bytes, bytes]) -> CommitRecord:
@@ -393,9 +409,11 @@ class HBaseOffsetStore(OffsetStore):
             ms = int(key[len(batch_row_prefix(group_id)):].decode())
             ranges = tuple(offset_ranges_from_json(data[OFFSETS_FAMILY + b":ranges"].decode(), "ranges"))
             at = int(data[OFFSETS_FAMILY + b":committed_at_ms"])
-        except (ValueError, KeyError, UnicodeDecodeError) as exc:
+            reset_cell = data.get(OFFSETS_FAMILY + b":reset")
+            reset = ResetAudit.from_doc(None if reset_cell is None else json.loads(reset_cell))
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
             raise self._corrupt(key, f"not a dstream_kafka history row ({exc})") from None
-        return CommitRecord(ms, ranges, utc_from_ms(at))
+        return CommitRecord(ms, ranges, utc_from_ms(at), reset)
 
     # -- contract -----------------------------------------------------------------------------
     def _load(self, group_id: str, topics: Collection[str] | None) -> dict[TopicPartition, int]:
@@ -437,7 +455,8 @@ class HBaseOffsetStore(OffsetStore):
                 return self._load_guide_rows(table, group_id, None)  # a group the guide's code wrote
 
             stored = self._admit_commit(group_id, t, merged, committed, read_stored, holder="HBase",
-                                        place=f"HBase {self.address} table {self.table_name!r}")
+                                        place=f"HBase {self.address} table {self.table_name!r}",
+                                        reset=self._reset_audit)
             if stored is None:
                 return False
             offsets = advance_offsets(stored, merged)
@@ -445,7 +464,8 @@ class HBaseOffsetStore(OffsetStore):
             rows = {topic: {tp.partition: o for tp, o in offsets.items() if tp.topic == topic}
                     for topic in batch_topics}
             new = self._encode_group_doc(int(doc["seq"]) + 1 if doc else 1, offsets, t, merged,
-                                         int(time.time() * 1000), rows, list(doc["losses"]) if doc else [])
+                                         int(time.time() * 1000), rows, list(doc["losses"]) if doc else [],
+                                         None if self._reset_audit is None else self._reset_audit.doc())
             if not self._compare_and_set(group_row_key(group_id), raw, new):
                 raise OffsetFencedError(
                     f"Commit of batch {t} for group {group_id!r} refused by HBase {self.address} (checkAndPut "
@@ -474,7 +494,8 @@ class HBaseOffsetStore(OffsetStore):
                 return []
             last = doc["batch_ms"]
             # The last batch comes from the group cell (its history row may not be written yet).
-            records = [CommitRecord(last, doc["_ranges"], utc_from_ms(doc["committed_at_ms"]))]
+            records = [CommitRecord(last, doc["_ranges"], utc_from_ms(doc["committed_at_ms"]),
+                                    ResetAudit.from_doc(doc.get("reset")))]
             prefix = batch_row_prefix(group_id)
             start = batch_row_key(group_id, last)  # a reversed scan's start is inclusive: skip it
             for key, data in table.scan(row_start=start, row_stop=prefix, reverse=True, limit=limit + 1):
@@ -500,7 +521,7 @@ class HBaseOffsetStore(OffsetStore):
                 offsets[tp] = lost_until
             rows = {t: {int(p): o for p, o in parts.items()} for t, parts in doc["rows"].items()}
             new = self._encode_group_doc(int(doc["seq"]) + 1, offsets, doc["batch_ms"], doc["_ranges"],
-                                         doc["committed_at_ms"], rows, [*doc["losses"], record])
+                                         doc["committed_at_ms"], rows, [*doc["losses"], record], doc.get("reset"))
             if not self._compare_and_set(group_row_key(group_id), raw, new):
                 raise OffsetFencedError(
                     f"Recording data loss of {tp.topic}-{tp.partition} for group {group_id!r} failed: the group "

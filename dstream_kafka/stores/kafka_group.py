@@ -33,7 +33,7 @@ from dstream_kafka.errors import OffsetStoreError
 from dstream_kafka.kafka_params import store_client_config as kafka_client_config
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.stores.base import OffsetStore
-from dstream_kafka.stores.records import CommitRecord, DataLossRecord, utc_from_ms
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, utc_from_ms
 
 __all__ = ["GroupCommitter", "KafkaGroupOffsetStore", "kafka_client_config"]
 
@@ -180,15 +180,21 @@ class KafkaGroupOffsetStore(OffsetStore):
             where = f"Kafka group {group_id!r}"
             if self._admit_commit(group_id, batch_time_ms, merged, merged if done else None,
                                   lambda: {tp: int(o.offset) for tp, o in current.items()},
-                                  holder=where, place=where) is None:
+                                  holder=where, place=where,
+                                  reset=self._reset_audit) is None:
                 return False
             now = int(time.time() * 1000)
-            offsets = {
-                r.topicPartition(): OffsetAndMetadata(r.untilOffset, json.dumps(
-                    {"dstream_kafka": 1, "batch_time_ms": batch_time_ms, "from": r.fromOffset,
-                     "committed_at_ms": now}, separators=(",", ":")), -1)
-                for r in merged
-            }
+            audit = self._reset_audit
+
+            def meta(r: OffsetRange) -> str:
+                doc: dict[str, Any] = {"dstream_kafka": 1, "batch_time_ms": batch_time_ms, "from": r.fromOffset,
+                                       "committed_at_ms": now}
+                if audit is not None:  # per partition: Kafka keeps metadata per committed offset
+                    doc["reset"] = {"user": audit.user, "host": audit.host,
+                                    "previous": audit.previous.get(r.topicPartition())}
+                return json.dumps(doc, separators=(",", ":"))
+
+            offsets = {r.topicPartition(): OffsetAndMetadata(r.untilOffset, meta(r), -1) for r in merged}
             try:
                 self._committer.commit(group_id, offsets, self._timeout_ms)
             except Exception as exc:
@@ -210,7 +216,13 @@ class KafkaGroupOffsetStore(OffsetStore):
         ranges = tuple(OffsetRange(tp.topic, tp.partition, int(m.get("from", oam.offset)), int(oam.offset))
                        for tp, (oam, m) in sorted(chosen.items()))
         committed_at = max(int(m.get("committed_at_ms", 0)) for _, m in chosen.values())
-        return [CommitRecord(int(latest), ranges, utc_from_ms(committed_at))]
+        resets = {tp: m["reset"] for tp, (_, m) in chosen.items() if isinstance(m.get("reset"), dict)}
+        audit = None
+        if resets:
+            first = next(iter(resets.values()))
+            audit = ResetAudit(str(first.get("user")), str(first.get("host")),
+                               {tp: int(r["previous"]) for tp, r in resets.items() if r.get("previous") is not None})
+        return [CommitRecord(int(latest), ranges, utc_from_ms(committed_at), audit)]
 
     # -- data loss ----------------------------------------------------------------------------
     def _ensure_data_loss_topic(self) -> None:

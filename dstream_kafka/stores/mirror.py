@@ -1,10 +1,16 @@
 """A copy of committed offsets to a Kafka consumer group, for lag monitoring only.
 
-Stores that keep offsets outside Kafka (checkpoint, SQL, ZooKeeper) take
+Stores that keep offsets outside Kafka (checkpoint, SQL, ZooKeeper, HBase) take
 ``also_commit_to_kafka_group`` and build a :class:`KafkaGroupMirror` with :func:`mirror_to`;
-the store calls it after each commit. Lag tools (``kafka-consumer-groups.sh --describe``) then
-see the group's progress. The mirror is best effort: a failure logs a warning (at most one a
-minute) and never fails the batch, and the stored offsets stay the only source of truth.
+the store calls it after each commit. Lag tools (``kafka-consumer-groups --describe``, Burrow,
+kafka-lag-exporter) then see the group's progress. **On by default**: without the argument
+(None) the mirror commits through the stream's own driver consumer, to the stream's
+``group.id``, once the stream binds it (:meth:`~dstream_kafka.stores.base.OffsetStore.bind_consumer`);
+``also_commit_to_kafka_group=False`` turns it off. The mirror is best effort: a failure logs a
+warning (at most one a minute) and never fails the batch, and the stored offsets stay the only
+source of truth. Its commits carry the metadata :data:`MIRROR_METADATA`, so offsets someone
+else committed to the group (Kafka's own reset tool) can be told apart
+(:func:`dstream_kafka.offsets_reset.check_group_not_moved`).
 
 :mod:`dstream_kafka.stores.base` knows only the :class:`~dstream_kafka.stores.base.OffsetMirror`
 protocol, so the abstract base imports no store and no Kafka client.
@@ -12,6 +18,7 @@ protocol, so the abstract base imports no store and no Kafka client.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -20,7 +27,7 @@ from typing import Any, TypeAlias
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.stores.kafka_group import GroupCommitter
 
-__all__ = ["KafkaGroupMirror", "MirrorTarget", "mirror_to"]
+__all__ = ["MIRROR_METADATA", "KafkaGroupMirror", "MirrorTarget", "mirror_to"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,26 +37,32 @@ MirrorTarget: TypeAlias = Mapping[str, Any] | Callable[[str, dict[TopicPartition
 #: Timeout of one mirror commit to Kafka.
 MIRROR_TIMEOUT_MS = 10_000
 
+#: The metadata of every offset the mirror commits.
+MIRROR_METADATA = '{"dstream_kafka_mirror":1}'
+
 
 class KafkaGroupMirror:
     """Best-effort copy of committed offsets to a Kafka consumer group, for lag monitoring.
 
     Parameters
     ----------
-    target : dict or callable
+    target : dict or callable or None
         Kafka params (``bootstrap.servers``, optional ``group.id`` overriding the store's group
-        id) or a callable ``fn(group_id, offsets)`` with ``offsets`` a ``{TopicPartition: int}``
-        dict.
+        id), a callable ``fn(group_id, offsets)`` with ``offsets`` a ``{TopicPartition: int}``
+        dict, or None: only through the consumer a stream binds (nothing before it does).
     """
 
-    def __init__(self, target: MirrorTarget) -> None:
+    def __init__(self, target: MirrorTarget | None) -> None:
         self._last_warning = float("-inf")
+        self._through_stream = target is None
+        self._bound: Any = None
+        self._bound_lock: Any = None
+        self._fn: Callable[..., Any] | None = None
+        self._committer: GroupCommitter | None = None
+        self._group: str | None = None
         if callable(target):
-            self._fn: Callable[..., Any] | None = target
-            self._committer: GroupCommitter | None = None
-            self._group: str | None = None
-        else:
-            self._fn = None
+            self._fn = target
+        elif target is not None:
             self._committer = GroupCommitter(target)
             self._group = target.get("group.id") or target.get("group_id")
 
@@ -58,6 +71,7 @@ class KafkaGroupMirror:
         :meth:`~dstream_kafka.stores.base.OffsetStore.bind_consumer`)."""
         if self._committer is not None:
             self._committer.bind(consumer, lock)
+        self._bound, self._bound_lock = consumer, lock
 
     def commit(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
         """Mirror ``offsets``; never raises (a failure is logged as a warning)."""
@@ -65,12 +79,22 @@ class KafkaGroupMirror:
 
         group = self._group or group_id
         try:
-            if self._fn is not None:
+            if self._through_stream:
+                consumer = self._bound
+                if consumer is None or consumer.config.get("group_id") != group:
+                    return  # no stream bound (a command-line tool), or the stream uses another group
+                from kafka import TopicPartition as KafkaTopicPartition
+
+                with self._bound_lock or contextlib.nullcontext():
+                    consumer.commit({KafkaTopicPartition(*tp): OffsetAndMetadata(o, MIRROR_METADATA, -1)
+                                     for tp, o in offsets.items()}, timeout_ms=MIRROR_TIMEOUT_MS)
+            elif self._fn is not None:
                 self._fn(group, dict(offsets))
             else:
                 assert self._committer is not None
                 self._committer.commit(
-                    group, {tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()}, MIRROR_TIMEOUT_MS)
+                    group, {tp: OffsetAndMetadata(o, MIRROR_METADATA, -1) for tp, o in offsets.items()},
+                    MIRROR_TIMEOUT_MS)
         except Exception as exc:  # monitoring only: never fail the batch
             # Only the exception type and Kafka's error text: never the params (they may hold
             # SASL/SSL passwords). At most one warning a minute, as this runs every batch.
@@ -88,6 +112,13 @@ class KafkaGroupMirror:
             self._committer.close()
 
 
-def mirror_to(target: MirrorTarget | None) -> KafkaGroupMirror | None:
-    """Return the mirror of a store's ``also_commit_to_kafka_group`` argument (None: no mirror)."""
-    return None if target is None else KafkaGroupMirror(target)
+def mirror_to(target: MirrorTarget | None | bool) -> KafkaGroupMirror | None:
+    """Return the mirror of a store's ``also_commit_to_kafka_group`` argument.
+
+    None (the default): through the stream's consumer; False: no mirror; else the target.
+    """
+    if target is False:
+        return None
+    if target is True:
+        target = None
+    return KafkaGroupMirror(target)

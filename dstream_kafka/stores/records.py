@@ -21,6 +21,7 @@ __all__ = [
     "CommitRecord",
     "DataLossRecord",
     "PlannedBatch",
+    "ResetAudit",
     "advance_offsets",
     "as_ranges",
     "batch_time_to_ms",
@@ -44,12 +45,53 @@ class PlannedBatch:
 
 
 @dataclass(frozen=True)
+class ResetAudit:
+    """Who moved a group's offsets by hand (``dstream-kafka offsets reset``) and from where.
+
+    A reset is stored as a commit whose ranges are empty at the new offsets; this record,
+    kept with that commit, names the user, the host and the offsets before the reset
+    (``previous``: ``{TopicPartition: offset}``, a partition the store did not hold is absent).
+    """
+
+    user: str
+    host: str
+    previous: Mapping[TopicPartition, int]
+
+    def doc(self) -> dict[str, Any]:
+        """Return the JSON document the stores write (:meth:`from_doc` reads it)."""
+        previous: dict[str, dict[str, int]] = {}
+        for tp, offset in sorted(self.previous.items()):
+            previous.setdefault(tp.topic, {})[str(tp.partition)] = int(offset)
+        return {"user": self.user, "host": self.host, "previous": previous}
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> ResetAudit | None:
+        """Return the audit of a document written by :meth:`doc`; None for None.
+
+        Raises
+        ------
+        KeyError, TypeError, ValueError
+            If a field is missing or malformed.
+        """
+        if doc is None:
+            return None
+        previous = {TopicPartition(str(topic), int(p)): int(o)
+                    for topic, parts in dict(doc["previous"]).items() for p, o in dict(parts).items()}
+        return cls(str(doc["user"]), str(doc["host"]), previous)
+
+
+@dataclass(frozen=True)
 class CommitRecord:
-    """One committed batch: its batch time, its ranges and when the store committed it (UTC)."""
+    """One committed batch: its batch time, its ranges and when the store committed it (UTC).
+
+    ``reset`` is set when the commit is a reset (:meth:`OffsetStore.reset`): its ranges are
+    empty at the new offsets and ``reset.previous`` holds the offsets before it.
+    """
 
     batch_time_ms: int
     ranges: tuple[OffsetRange, ...]
     committed_at: _dt.datetime
+    reset: ResetAudit | None = None
 
     def offsets(self) -> dict[TopicPartition, int]:
         """Return ``{TopicPartition: untilOffset}`` of this batch."""

@@ -18,18 +18,22 @@ AUTOINCREMENT``)::
                   "ranges" TEXT   -- JSON list of {"topic","partition","fromOffset","untilOffset"}
                   "offsets" TEXT  -- JSON {"topic":{"partition":offset}}: every offset of the
                                   --   group after this commit
-                  "committed_at" TS, UNIQUE ("group_id", "batch_time_ms"))
+                  "committed_at" TS,
+                  "reset" TEXT NULL -- JSON ResetAudit of a reset's commit (added to older tables)
+                  UNIQUE ("group_id", "batch_time_ms"))
     "Pdata_loss" ("id" ID PRIMARY KEY, "group_id" TEXT, "topic" TEXT, "partition" INTEGER,
                   "lost_from" BIGINT, "lost_until" BIGINT, "batch_time_ms" BIGINT NULL,
                   "after_commit_id" BIGINT NULL  -- newest "Pcommits".id when recorded
                   "recorded_at" TS)
+    "Playout"    ("layout_version" INTEGER)  -- see sql_layout.py; a newer one is refused
 
 ``Poffsets`` is the source of truth for where the group resumes. Before every commit (and on
 :meth:`~SqlOffsetStore.load`) it is compared with the newest ``Pcommits`` row (plus data losses
 recorded since); a row changed, added or deleted by hand raises
 :class:`~dstream_kafka.errors.OffsetStoreError` naming the partition, and nothing is committed
 or reset. To move offsets on purpose, edit ``Poffsets`` and delete the group's ``Pcommits``
-rows: without history the table is taken as it is (this is also how offsets can be seeded).
+rows: without history the table is taken as it is (this is also how offsets can be seeded), or
+better use :meth:`~dstream_kafka.stores.base.OffsetStore.reset` (``dstream-kafka offsets reset``).
 ``Pcommits`` keeps the newest ``keep_history`` rows per group.
 """
 
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import json
 import logging
 import os
 from collections.abc import Collection, Iterator, Mapping
@@ -54,6 +59,7 @@ from dstream_kafka.offsets import (
 from dstream_kafka.stores.base import Transaction, TransactionalOffsetStore
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
 from dstream_kafka.stores.records import CommitRecord, DataLossRecord, advance_offsets
+from dstream_kafka.stores.sql_layout import check_layout, reset_audit
 from dstream_kafka.stores.sql_dialects import (
     Dialect,
     PostgresDialect,
@@ -65,7 +71,6 @@ from dstream_kafka.stores.sql_dialects import (
 __all__ = ["PostgresOffsetStore", "SqlOffsetStore", "SqliteOffsetStore"]
 
 logger = logging.getLogger(__name__)
-
 
 #: Batch commits a store remembers in process (committed_in asks only about the newest batches).
 REMEMBERED_COMMITS = 256
@@ -84,8 +89,9 @@ class SqlOffsetStore(TransactionalOffsetStore):
         PostgreSQL schema of the tables (it must exist).
     keep_history : int
         Rows of commit history kept per group.
-    also_commit_to_kafka_group : dict or callable, optional
-        Mirror every commit to a Kafka group (:class:`~dstream_kafka.stores.mirror.KafkaGroupMirror`).
+    also_commit_to_kafka_group : dict or callable or bool, optional
+        Mirror every commit to a Kafka group for lag tools (:func:`~dstream_kafka.stores.mirror.mirror_to`):
+        by default through the stream's consumer to its group.id; False turns it off.
 
     Notes
     -----
@@ -94,7 +100,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
     """
 
     def __init__(self, dialect: Dialect, *, table_prefix: str = "dstream_kafka_", schema: str | None = None,
-                 keep_history: int = 1000, also_commit_to_kafka_group: MirrorTarget | None = None) -> None:
+                 keep_history: int = 1000, also_commit_to_kafka_group: MirrorTarget | None | bool = None) -> None:
         super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
         self._dialect = dialect
         self.table_prefix = validate_prefix(table_prefix)
@@ -103,7 +109,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
         self.keep_history = self._check_keep("keep_history", keep_history)
         qualify = (quote_identifier(schema) + ".") if schema else ""
         self.tables = {name: qualify + quote_identifier(table_prefix + name)
-                       for name in ("offsets", "commits", "data_loss")}
+                       for name in ("offsets", "commits", "data_loss", "layout")}
         self._conn: Any = None
         self._tables_ready = False
         # Batches whose offsets this store committed (or found committed) in this process:
@@ -117,7 +123,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
     # -- plumbing -----------------------------------------------------------------------------
     def _q(self, statement: str) -> str:
         return self._dialect.sql(statement.format(
-            O=self.tables["offsets"], C=self.tables["commits"], L=self.tables["data_loss"],
+            O=self.tables["offsets"], C=self.tables["commits"], L=self.tables["data_loss"], V=self.tables["layout"],
             now=self._dialect.now, for_update=self._dialect.for_update))
 
     def _connection(self) -> Any:
@@ -136,13 +142,14 @@ class SqlOffsetStore(TransactionalOffsetStore):
             'PRIMARY KEY ("group_id", "topic", "partition"))',
             f'CREATE TABLE IF NOT EXISTS {{C}} ("id" {d.id_column}, "group_id" {d.text} NOT NULL, '
             f'"batch_time_ms" {d.bigint} NOT NULL, "ranges" {d.text} NOT NULL, "offsets" {d.text} NOT NULL, '
-            f'"committed_at" {d.timestamp} NOT NULL, UNIQUE ("group_id", "batch_time_ms"))',
+            f'"committed_at" {d.timestamp} NOT NULL, "reset" {d.text}, UNIQUE ("group_id", "batch_time_ms"))',
             f'CREATE INDEX IF NOT EXISTS {quote_identifier(p + "commits_group")} ON {{C}} ("group_id", "id")',
             f'CREATE TABLE IF NOT EXISTS {{L}} ("id" {d.id_column}, "group_id" {d.text} NOT NULL, '
             f'"topic" {d.text} NOT NULL, "partition" INTEGER NOT NULL, "lost_from" {d.bigint} NOT NULL, '
             f'"lost_until" {d.bigint} NOT NULL, "batch_time_ms" {d.bigint}, "after_commit_id" {d.bigint}, '
             f'"recorded_at" {d.timestamp} NOT NULL)',
             f'CREATE INDEX IF NOT EXISTS {quote_identifier(p + "data_loss_group")} ON {{L}} ("group_id", "id")',
+            'CREATE TABLE IF NOT EXISTS {V} ("layout_version" INTEGER NOT NULL)',
         ]
         for attempt in range(2):
             try:
@@ -151,6 +158,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
                 for statement in statements:
                     cur.execute(self._q(statement))
                 conn.commit()
+                check_layout(conn, self._dialect, self._q, self.tables["layout"])
                 self._tables_ready = True
                 return
             except d.errors as exc:
@@ -258,7 +266,8 @@ class SqlOffsetStore(TransactionalOffsetStore):
         """Lock the group's rows and check; return the stored offsets, None if already committed."""
         stored, _ = self._state(cur, group_id, lock=True)
         return self._admit_commit(group_id, t, merged, self._committed_ranges(cur, group_id, t),
-                                  lambda: stored, holder=self.tables["commits"], place=self.tables["offsets"])
+                                  lambda: stored, holder=self.tables["commits"], place=self.tables["offsets"],
+                                  reset=self._reset_audit)
 
     def _apply(self, cur: Any, group_id: str, t: int, merged: tuple[OffsetRange, ...],
                stored: Mapping[TopicPartition, int]) -> None:
@@ -266,7 +275,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
             if r.topicPartition() in stored:
                 cur.execute(self._q('UPDATE {O} SET "until_offset" = ?, "batch_time_ms" = ?, "updated_at" = {now} '
                                     'WHERE "group_id" = ? AND "topic" = ? AND "partition" = ? AND "until_offset" = ?'),
-                            (r.untilOffset, t, group_id, r.topic, r.partition, r.fromOffset))
+                            (r.untilOffset, t, group_id, r.topic, r.partition, stored[r.topicPartition()]))
                 if cur.rowcount != 1:
                     raise OffsetFencedError(
                         f"Commit refused for group {group_id!r}: the offsets row of topic {r.topic} partition "
@@ -283,10 +292,11 @@ class SqlOffsetStore(TransactionalOffsetStore):
                         "stored offset in this batch's view but another driver inserted one meanwhile; "
                         "nothing was stored.") from None
         try:
-            cur.execute(self._q('INSERT INTO {C} ("group_id", "batch_time_ms", "ranges", "offsets", "committed_at") '
-                                'VALUES (?, ?, ?, ?, {now})' + self._returning_id),
+            audit = None if self._reset_audit is None else json.dumps(self._reset_audit.doc())
+            cur.execute(self._q('INSERT INTO {C} ("group_id", "batch_time_ms", "ranges", "offsets", "committed_at", '
+                                '"reset") VALUES (?, ?, ?, ?, {now}, ?)' + self._returning_id),
                         (group_id, t, offset_ranges_to_json(merged),
-                         partition_offsets_to_json(advance_offsets(stored, merged))))
+                         partition_offsets_to_json(advance_offsets(stored, merged)), audit))
         except self._dialect.integrity_errors:
             raise OffsetFencedError(f"Commit of batch {t} for group {group_id!r} refused: another driver "
                                     "committed this batch meanwhile; nothing was stored.") from None
@@ -350,11 +360,12 @@ class SqlOffsetStore(TransactionalOffsetStore):
 
     def _history(self, group_id: str, limit: int) -> list[CommitRecord]:
         with self._txn("reading commits", write=False) as cur, self._wrapped("reading commits"):
-            cur.execute(self._q('SELECT "batch_time_ms", "ranges", "committed_at" FROM {C} WHERE "group_id" = ? '
-                                'ORDER BY "id" DESC LIMIT ?'), (group_id, max(0, int(limit))))
+            cur.execute(self._q('SELECT "batch_time_ms", "ranges", "committed_at", "reset" FROM {C} '
+                                'WHERE "group_id" = ? ORDER BY "id" DESC LIMIT ?'), (group_id, max(0, int(limit))))
             rows = cur.fetchall()
         return [CommitRecord(int(t), tuple(offset_ranges_from_json(r, self.tables["commits"])),
-                             self._dialect.to_datetime(at)) for t, r, at in rows]
+                             self._dialect.to_datetime(at), reset_audit(self.tables["commits"], reset))
+                for t, r, at, reset in rows]
 
     def _record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
                           batch_time_ms: int | None) -> None:

@@ -5,6 +5,8 @@ Znodes (``<g>`` is the group id)::
     /consumers/<g>/offsets/<topic>/<partition>           next offset to read, ASCII decimal
     /consumers/<g>/dstream_kafka/commits/<batch_time_ms> {"ranges": [...], "committed_at_ms": ...}
     /consumers/<g>/dstream_kafka/data_loss/record-<seq>  {"topic", "partition", "lost_from", ...}
+    /consumers/<g>/dstream_kafka/layout                  LAYOUT_VERSION (written with the first commit);
+                                                         a newer one is refused
 
 A commit reads every partition node (data and version), checks that each range starts at the
 stored offset, then writes all offsets and the history node in **one ZooKeeper transaction**:
@@ -27,9 +29,12 @@ from dstream_kafka.errors import ConfigurationError, MissingDependencyError, Off
 from dstream_kafka.offsets import OffsetRange, TopicPartition, offset_ranges_from_json, offset_ranges_to_json
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
-from dstream_kafka.stores.records import CommitRecord, DataLossRecord, utc_from_ms
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, utc_from_ms
 
-__all__ = ["ZooKeeperOffsetStore"]
+__all__ = ["LAYOUT_VERSION", "ZooKeeperOffsetStore"]
+
+#: The znode layout this version writes; a group of a newer layout is refused.
+LAYOUT_VERSION = 1
 
 logger = logging.getLogger(__name__)
 
@@ -67,14 +72,15 @@ class ZooKeeperOffsetStore(OffsetStore):
         stopped ZooKeeper fails the batch after about ``timeout`` seconds; nothing is written.
     keep_history : int
         History nodes kept per group.
-    also_commit_to_kafka_group : dict or callable, optional
-        Mirror every commit to a Kafka group (:class:`~dstream_kafka.stores.mirror.KafkaGroupMirror`).
+    also_commit_to_kafka_group : dict or callable or bool, optional
+        Mirror every commit to a Kafka group for lag tools (:func:`~dstream_kafka.stores.mirror.mirror_to`):
+        by default through the stream's consumer to its group.id; False turns it off.
     **client_kwargs
         Further ``KazooClient`` arguments (``auth_data``, ``use_ssl``, ...); never logged.
     """
 
     def __init__(self, hosts: Any = "127.0.0.1:2181", *, timeout: float = 15.0, keep_history: int = 1000,
-                 also_commit_to_kafka_group: MirrorTarget | None = None, **client_kwargs: Any) -> None:
+                 also_commit_to_kafka_group: MirrorTarget | None | bool = None, **client_kwargs: Any) -> None:
         super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
         kazoo = _kazoo()
         self.keep_history = self._check_keep("keep_history", keep_history)
@@ -94,6 +100,7 @@ class ZooKeeperOffsetStore(OffsetStore):
             self._zk, self._owned, self._started = hosts, False, True
         self._history_count: dict[str, int] = {}
         self._ensured: set[str] = set()
+        self._layout_ok: set[str] = set()
 
     def __repr__(self) -> str:
         return f"ZooKeeperOffsetStore({self.hosts!r})"
@@ -175,11 +182,33 @@ class ZooKeeperOffsetStore(OffsetStore):
                 "by hand or another tool; nothing was committed and no offset was reset. Fix the node.")
         return int(text), stat.version
 
+    def _check_layout(self, group_id: str, write: bool) -> None:
+        """Refuse a group of a newer layout; with ``write``, record this layout where none is."""
+        if group_id in self._layout_ok:
+            return
+        path = f"{self._group_path(group_id)}/dstream_kafka/layout"
+        found = self._get_many([path])[0]
+        if found is not None:
+            text = (found[0] or b"").decode("ascii", "replace").strip()
+            if not text.isdigit() or int(text) > LAYOUT_VERSION:
+                raise OffsetStoreError(
+                    f"ZooKeeper node {path} says layout {text[:20]!r}: group {group_id!r} was written by a newer "
+                    f"dstream_kafka (this version reads layout {LAYOUT_VERSION}). Nothing was read or written; "
+                    "upgrade dstream_kafka to use it.")
+        elif write:
+            self._ensure(f"{self._group_path(group_id)}/dstream_kafka")
+            with contextlib.suppress(self._exc.NodeExistsError):
+                self._wait(self._client().create_async(path, str(LAYOUT_VERSION).encode()))
+        else:
+            return  # not recorded yet (nothing committed, or an older release): check again later
+        self._layout_ok.add(group_id)
+
     # -- contract -----------------------------------------------------------------------------
     def _load(self, group_id: str, topics: Collection[str] | None) -> dict[TopicPartition, int]:
         base = f"{self._group_path(group_id)}/offsets"
         result: dict[TopicPartition, int] = {}
         with self._lock, self._wrapped("loading offsets"):
+            self._check_layout(group_id, write=False)
             zk = self._client()
             try:
                 names = self._wait(zk.get_children_async(base)) if topics is None else list(topics)
@@ -200,6 +229,7 @@ class ZooKeeperOffsetStore(OffsetStore):
     def _commit(self, group_id: str, t: int, merged: tuple[OffsetRange, ...]) -> bool:
         history = f"{self._group_path(group_id)}/dstream_kafka/commits"
         with self._lock, self._wrapped("committing offsets"):
+            self._check_layout(group_id, write=True)
             zk = self._client()
             paths = [self._offset_path(group_id, r.topicPartition()) for r in merged]
             found = self._get_many([f"{history}/{t}", *paths])
@@ -214,7 +244,8 @@ class ZooKeeperOffsetStore(OffsetStore):
                 return {tp: off for tp, (off, _) in current.items() if off is not None}
 
             if self._admit_commit(group_id, t, merged, None if done is None else done[0], read_stored,
-                                  holder="ZooKeeper", place=f"ZooKeeper {self.hosts}") is None:
+                                  holder="ZooKeeper", place=f"ZooKeeper {self.hosts}",
+                                  reset=self._reset_audit) is None:
                 return False
             self._ensure(history)
             for topic in sorted({r.topic for r in merged if current[r.topicPartition()][0] is None}):
@@ -228,9 +259,11 @@ class ZooKeeperOffsetStore(OffsetStore):
                     tx.create(path, data)
                 else:
                     tx.set_data(path, data, version=version)
-            tx.create(f"{history}/{t}", json.dumps(
-                {"ranges": json.loads(offset_ranges_to_json(merged)),
-                 "committed_at_ms": int(time.time() * 1000)}, separators=(",", ":")).encode())
+            record: dict[str, Any] = {"ranges": json.loads(offset_ranges_to_json(merged)),
+                                      "committed_at_ms": int(time.time() * 1000)}
+            if self._reset_audit is not None:
+                record["reset"] = self._reset_audit.doc()
+            tx.create(f"{history}/{t}", json.dumps(record, separators=(",", ":")).encode())
             results = self._wait(tx.commit_async())
             failed = [(i, res) for i, res in enumerate(results)
                       if isinstance(res, Exception) and not isinstance(res, self._exc.RolledBackError)]
@@ -258,16 +291,18 @@ class ZooKeeperOffsetStore(OffsetStore):
                 self._wait(zk.delete_async(f"{history}/{stale}"))
         self._history_count[group_id] = min(len(times), self.keep_history)
 
-    def _read_commit(self, path: str) -> tuple[tuple[OffsetRange, ...], int] | None:
+    def _read_commit(self, path: str) -> tuple[tuple[OffsetRange, ...], int, ResetAudit | None] | None:
         return self._parse_commit(path, self._get_many([path])[0])
 
-    def _parse_commit(self, path: str, found: tuple[bytes, Any] | None) -> tuple[tuple[OffsetRange, ...], int] | None:
+    def _parse_commit(self, path: str, found: tuple[bytes, Any] | None
+                      ) -> tuple[tuple[OffsetRange, ...], int, ResetAudit | None] | None:
         if found is None:
             return None
         data = found[0]
         try:
             doc = json.loads(data)
-            return tuple(offset_ranges_from_json(json.dumps(doc["ranges"]), path)), int(doc["committed_at_ms"])
+            return (tuple(offset_ranges_from_json(json.dumps(doc["ranges"]), path)), int(doc["committed_at_ms"]),
+                    ResetAudit.from_doc(doc.get("reset")))
         except (ValueError, KeyError, TypeError) as exc:
             raise OffsetStoreError(f"ZooKeeper node {path} is not a dstream_kafka commit record ({exc}); "
                                    "restore or remove it") from None
@@ -284,7 +319,7 @@ class ZooKeeperOffsetStore(OffsetStore):
             for t in times[:max(0, limit)]:
                 found = self._read_commit(f"{history}/{t}")
                 if found is not None:
-                    records.append(CommitRecord(t, found[0], utc_from_ms(found[1])))
+                    records.append(CommitRecord(t, found[0], utc_from_ms(found[1]), found[2]))
         return records
 
     def _record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,

@@ -199,7 +199,7 @@ def test_a_failing_mirror_warns_at_most_once_a_minute(caplog):
         calls.append((group, offsets))
         raise RuntimeError("unreachable")
 
-    assert mirror_to(None) is None
+    assert mirror_to(False) is None  # None is the default mirror through the stream's consumer
     mirror = mirror_to(target)
     assert isinstance(mirror, KafkaGroupMirror)
     with caplog.at_level(logging.DEBUG, logger="dstream_kafka.stores.mirror"):

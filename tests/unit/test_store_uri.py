@@ -106,3 +106,13 @@ def test_open_store_builds_the_store_of_each_scheme_without_connecting(tmp_path:
     postgres = open_store("postgresql://etl@127.0.0.1:1/db", timeout=2.0)
     assert isinstance(postgres, PostgresOffsetStore)
     assert "user=etl" in repr(postgres) and "dbname=db" in repr(postgres)
+
+
+def test_a_structured_streaming_uri_names_the_query_checkpoint_folder() -> None:
+    from dstream_kafka.store_uri import open_store, parse_store_uri
+    from dstream_kafka.stores.structured_streaming import StructuredStreamingCheckpoint
+
+    parsed = parse_store_uri("structured-streaming:/data/query/checkpoint")
+    assert (parsed.scheme, parsed.path, str(parsed)) == (
+        "structured-streaming", "/data/query/checkpoint", "structured-streaming:/data/query/checkpoint")
+    assert isinstance(open_store("structured-streaming:ck"), StructuredStreamingCheckpoint)
