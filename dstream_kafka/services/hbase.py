@@ -11,19 +11,21 @@ real happybase round trip under an overall deadline, and stop sends SIGTERM, the
 short grace (a clean HBase shutdown takes 6-12 s, and a temporary folder is thrown away anyway)
 and removes the folder. A folder given as ``data_dir`` is kept, and stop then waits for the clean
 shutdown, so a later start finds the tables again.
+
+The configuration files and the JVM command line are built in
+:mod:`dstream_kafka.services.hbase_config`; the jars and the launcher come from
+:mod:`dstream_kafka.services.hbase_jars`.
 """
 
 from __future__ import annotations
 
 import atexit
 import json
-import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Mapping
-from xml.sax.saxutils import escape
 
 from dstream_kafka.errors import MissingDependencyError, ServiceError
 from dstream_kafka.services.environment import (
@@ -33,6 +35,13 @@ from dstream_kafka.services.environment import (
     require_executable,
     require_java,
 )
+from dstream_kafka.services.hbase_config import JAVA17_FLAGS as JAVA17_FLAGS
+from dstream_kafka.services.hbase_config import (
+    java_argv,
+    log4j_properties,
+    site_properties,
+    site_xml,
+)
 from dstream_kafka.services.hbase_jars import LAUNCHER_CLASS, compiled_launcher
 from dstream_kafka.services.hbase_jars import hbase_classpath as hbase_classpath
 from dstream_kafka.services.hbase_jars import prepare_hbase as prepare_hbase
@@ -40,56 +49,10 @@ from dstream_kafka.services.maven import HBASE_VERSION
 
 __all__ = ["HBaseServer", "hbase_classpath", "prepare_hbase", "JAVA17_FLAGS"]
 
-#: What HBase 2.6's ``bin/hbase`` adds on Java 11+ (HBASE-28259, HBASE-27643): without them
-#: netty logs an ``InaccessibleObjectException`` and falls back to slower code paths.
-JAVA17_FLAGS: tuple[str, ...] = (
-    "-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true",
-    "--add-modules", "jdk.unsupported",
-    "--add-opens", "java.base/java.io=ALL-UNNAMED",
-    "--add-opens", "java.base/java.nio=ALL-UNNAMED",
-    "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
-    "--add-opens", "java.base/java.lang=ALL-UNNAMED",
-    "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
-    "--add-opens", "java.base/java.lang.reflect=ALL-UNNAMED",
-    "--add-opens", "java.base/java.util=ALL-UNNAMED",
-    "--add-opens", "java.base/java.util.concurrent=ALL-UNNAMED",
-    "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
-    "--add-exports", "java.security.jgss/sun.security.krb5=ALL-UNNAMED",
-    "--add-exports", "java.base/sun.net.dns=ALL-UNNAMED",
-    "--add-exports", "java.base/sun.net.util=ALL-UNNAMED",
-)
-
-_LOG4J = """\
-log4j.rootLogger=INFO,file
-log4j.appender.file=org.apache.log4j.FileAppender
-log4j.appender.file.File={log}
-log4j.appender.file.Append=true
-log4j.appender.file.layout=org.apache.log4j.PatternLayout
-log4j.appender.file.layout.ConversionPattern=%d{{ISO8601}} %-5p [%t] %c{{2}}: %m%n
-log4j.logger.org.apache.zookeeper=WARN
-log4j.logger.org.apache.hadoop=WARN
-log4j.logger.org.apache.hadoop.hbase=INFO
-log4j.logger.org.apache.hadoop.hbase.zookeeper=WARN
-log4j.logger.org.apache.hadoop.hbase.ScheduledChore=WARN
-log4j.logger.org.apache.hadoop.hbase.io.hfile=WARN
-log4j.logger.org.apache.hadoop.hbase.http=WARN
-log4j.logger.org.apache.hadoop.metrics2=ERROR
-log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
-log4j.logger.org.apache.hbase.thirdparty=WARN
-"""
-
 # Log lines that dump the classpath or the environment: tens of kilobytes each, never useful in
 # an error message.
 _NOISE = ("java.class.path", "CLASSPATH", "java.library.path", "env:", "Client environment:",
           "Server environment:", "vmInputArguments")
-
-
-def _site_xml(props: Mapping[str, Any]) -> str:
-    rows = "".join(
-        f"  <property><name>{escape(str(k))}</name><value>{escape(str(v))}</value></property>\n"
-        for k, v in props.items()
-    )
-    return f'<?xml version="1.0"?>\n<configuration>\n{rows}</configuration>\n'
 
 
 def _filtered_tail(path: Path, lines: int = 30, width: int = 400) -> str:
@@ -355,62 +318,16 @@ class HBaseServer:
 
     def _write_config(self) -> None:
         root = self.data_dir
-        props: dict[str, Any] = {
-            "hbase.cluster.distributed": "false",
-            "hbase.rootdir": (root / "hbase").as_uri(),
-            "hbase.tmp.dir": str(root / "tmp"),
-            "hbase.zookeeper.quorum": self.host,
-            "hbase.zookeeper.property.clientPort": self.zookeeper_port,
-            "hbase.zookeeper.property.dataDir": str(root / "zk"),
-            # Without it the master aborts on file:// (no hflush) and the JVM does not exit.
-            "hbase.unsafe.stream.capability.enforce": "false",
-            "hbase.master.port": self.master_port,
-            "hbase.regionserver.port": self.regionserver_port,
-            "hbase.master.ipc.address": self.host,
-            "hbase.regionserver.ipc.address": self.host,
-            "hbase.master.hostname": "localhost",
-            "hbase.unsafe.regionserver.hostname": "localhost",
-            "hbase.master.info.port": -1,
-            "hbase.regionserver.info.port": -1,
-            # One region server: do not wait 4.5 s for more.
-            "hbase.master.wait.on.regionservers.mintostart": 1,
-            "hbase.master.wait.on.regionservers.maxtostart": 1,
-            # On SIGTERM the embedded ZooKeeper goes first and the region server then retries the
-            # delete of its ephemeral znode with backoff: 4 tries from 1 s took 20 of the 25 s of a
-            # clean stop. 2 tries from 200 ms bring a clean stop to 6-8 s.
-            "zookeeper.recovery.retry": 1,
-            "zookeeper.recovery.retry.intervalmill": 200,
-            # The first report to the master retries after this interval (3 s by default).
-            "hbase.regionserver.msginterval": 1000,
-            # Fewer threads: less memory and less scheduling on two cores.
-            "hbase.regionserver.handler.count": 8,
-            "hbase.regionserver.metahandler.count": 4,
-            "hbase.master.handler.count": 8,
-            "hbase.thrift.minWorkerThreads": 4,
-            "hbase.thrift.info.port": -1,
-            "hbase.regionserver.thrift.ipaddress": self.host,
-            "hbase.regionserver.thrift.port": self.thrift_port,
-        }
+        props = site_properties(root, self.host, self.zookeeper_port, self.master_port,
+                                self.regionserver_port, self.thrift_port)
         props.update(self.extra_config)
-        self.conf_dir.joinpath("hbase-site.xml").write_text(_site_xml(props))
-        self.conf_dir.joinpath("log4j.properties").write_text(_LOG4J.format(log=self.log_path))
+        self.conf_dir.joinpath("hbase-site.xml").write_text(site_xml(props))
+        self.conf_dir.joinpath("log4j.properties").write_text(log4j_properties(self.log_path))
 
     def _java_argv(self, heap: str, classpath: list[str], main: str, *args: str) -> list[str]:
         assert self._java is not None
-        initial = _mebibytes(heap)
-        return [
-            self._java, f"-Xmx{heap}", *([f"-Xms{min(64, initial)}m"] if initial else []),
-            # A small serial-GC JVM: the least native memory, and no GC threads fighting the
-            # other services for the two cores.
-            "-XX:+UseSerialGC", "-XX:MaxDirectMemorySize=128m", "-XX:ReservedCodeCacheSize=64m",
-            "-XX:+ExitOnOutOfMemoryError",
-            "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
-            f"-Djava.io.tmpdir={self.data_dir / 'tmp'}",
-            f"-Dlog4j.configuration={(self.conf_dir / 'log4j.properties').as_uri()}",
-            f"-Dhbase.log.dir={self.data_dir / 'logs'}",
-            *JAVA17_FLAGS,
-            "-cp", os.pathsep.join(classpath), main, *args,
-        ]
+        return java_argv(self._java, heap, classpath, main, *args, data_dir=self.data_dir,
+                         conf_dir=self.conf_dir)
 
     def _thrift_args(self) -> list[str]:
         return ["-p", str(self.thrift_port), "-b", self.host, "--infoport", "-1", "start"]
@@ -494,15 +411,3 @@ class HBaseServer:
                     f"{timeout:.0f}s; last error: {last[:300]}"
                 )
             time.sleep(0.5)
-
-
-def _mebibytes(size: str) -> int | None:
-    """Return a JVM size such as ``256m`` or ``1g`` in MiB, or None when it is not one."""
-    text = size.strip().lower()
-    units = {"k": 1 / 1024, "m": 1.0, "g": 1024.0}
-    try:
-        if text and text[-1] in units:
-            return max(1, int(float(text[:-1]) * units[text[-1]]))
-        return max(1, int(text) // (1024 * 1024))
-    except ValueError:
-        return None  # let the JVM say what is wrong with it

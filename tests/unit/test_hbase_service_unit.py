@@ -11,7 +11,8 @@ import pytest
 
 from dstream_kafka.errors import MissingDependencyError
 from dstream_kafka.services import hbase as hbase_module
-from dstream_kafka.services.hbase import HBaseServer, _filtered_tail, _mebibytes, _site_xml
+from dstream_kafka.services.hbase import HBaseServer, _filtered_tail
+from dstream_kafka.services.hbase_config import mebibytes, site_xml
 from dstream_kafka.services.maven import HBASE_VERSION, hbase_artifacts
 
 
@@ -21,7 +22,7 @@ def test_artifacts_are_the_thrift_gateway_of_the_pinned_release():
 
 
 def test_site_xml_escapes_values_and_parses():
-    root = ET.fromstring(_site_xml({"a.b": "x<y&z", "n": 3}))
+    root = ET.fromstring(site_xml({"a.b": "x<y&z", "n": 3}))
     got = {p.findtext("name"): p.findtext("value") for p in root.iter("property")}
     assert got == {"a.b": "x<y&z", "n": "3"}
 
@@ -68,8 +69,8 @@ def test_log_tail_drops_classpath_and_environment_dumps_and_clips_long_lines(tmp
 
 
 def test_jvm_sizes():
-    assert _mebibytes("256m") == 256 and _mebibytes("1g") == 1024 and _mebibytes("65536k") == 64
-    assert _mebibytes("1x") is None
+    assert mebibytes("256m") == 256 and mebibytes("1g") == 1024 and mebibytes("65536k") == 64
+    assert mebibytes("1x") is None
 
 
 def test_missing_java_gives_the_apt_get_hint_before_anything_starts(monkeypatch):
