@@ -1,25 +1,9 @@
 """Offsets in an HBase table (happybase over the Thrift1 gateway), in the layout of Cloudera's guide.
 
-Layout
-------
-One table (``stream_kafka_offsets`` by default) is shared by many apps, topics and groups.
-Row keys are described in :mod:`dstream_kafka.stores.hbase_keys`; ``<g>`` is the group id with
-``%`` and ``:`` percent-escaped, times are epoch milliseconds zero-padded to 13 digits::
-
-    family offsets (TTL, 30 days by default; 1 version)
-      <topic>:<g>:<batchTimeMillis>   offsets:<partition> = untilOffset (ASCII decimal)   <- the guide
-      #batch:<g>:<batchTimeMillis>    offsets:ranges = JSON ranges, offsets:committed_at_ms,
-                                      offsets:reset = JSON audit (a reset's commit only)
-    family meta (no TTL; 1 version)
-      #group:<g>                      meta:commit = JSON {"seq", "offsets", "batch_ms", "ranges",
-                                                          "committed_at_ms", "rows", "losses",
-                                                          "reset" (a reset's commit only),
-                                                          "layout": LAYOUT_VERSION (absent: 1)}
-
-An offsets row holds, as in the guide, one column per partition of the topic with the offset
-the next batch starts at, for **every** partition of the topic the group has committed (not only
-those of the batch), so the newest row of a ``(topic, group)`` alone gives the topic's offsets:
-a reversed scan from ``<topic>:<g>:\\xff`` down to ``<topic>:<g>:`` (limit 1) reads it.
+The table's layout (one group cell per group, the guide's offsets rows, history rows) and the
+code that reads and writes its rows are in :mod:`dstream_kafka.stores.hbase_rows`; this module
+connects to the gateway, holds the commit point and implements the
+:class:`~dstream_kafka.stores.base.OffsetStore` contract.
 
 Atomicity and fencing
 ---------------------
@@ -84,32 +68,25 @@ from dstream_kafka.errors import (
     OffsetFencedError,
     OffsetStoreError,
 )
-from dstream_kafka.offsets import OffsetRange, TopicPartition, offset_ranges_from_json, offset_ranges_to_json
+from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.stores.base import OffsetStore
-from dstream_kafka.stores.hbase_keys import (
-    MS_DIGITS,
-    batch_row_key,
-    batch_row_prefix,
-    group_row_key,
-    offsets_row_key,
-    offsets_row_prefix,
-    parse_offsets_row_key,
+from dstream_kafka.stores.hbase_keys import batch_row_key, batch_row_prefix, group_row_key
+from dstream_kafka.stores.hbase_rows import (
+    COMMIT_COLUMN,
+    DEFAULT_TABLE,
+    LAYOUT_VERSION,
+    META_FAMILY,
+    OFFSETS_FAMILY,
+    HBaseRows,
+    encode_group_doc,
 )
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
 from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, advance_offsets, utc_from_ms
 
 __all__ = ["LAYOUT_VERSION", "HBaseOffsetStore", "result_row_key"]
 
-#: The layout of the group cell this version writes; a newer one is refused.
-LAYOUT_VERSION = 1
-
 logger = logging.getLogger(__name__)
 
-#: Default table name, as in the guide.
-DEFAULT_TABLE = "stream_kafka_offsets"
-OFFSETS_FAMILY = b"offsets"
-META_FAMILY = b"meta"
-_COMMIT_COLUMN = META_FAMILY + b":commit"
 _DAY = 24 * 3600
 
 
@@ -179,6 +156,7 @@ class HBaseOffsetStore(OffsetStore):
             raise ConfigurationError(f"ttl_days must be > 0, got {ttl_days!r}")
         self.host, self.port, self.table_name = host, int(port), table
         self.ttl_days, self.timeout, self.create_table = ttl_days, timeout, create_table
+        self._rows = HBaseRows(table, self.address)
         self._conn: Any = None
         self._table: Any = None
         # Groups whose derived rows (offsets rows, history row) of the last batch this instance
@@ -261,182 +239,26 @@ class HBaseOffsetStore(OffsetStore):
         # Hbase_thrift is the module thriftpy2 builds from happybase's IDL when happybase loads.
         Mutation = importlib.import_module("Hbase_thrift").Mutation
 
-        return bool(self._conn.client.checkAndPut(self.table_name.encode(), row, _COMMIT_COLUMN, old,
-                                                  Mutation(column=_COMMIT_COLUMN, value=new), {}))
-
-    def _corrupt(self, row: bytes, problem: str) -> CorruptCheckpointError:
-        return CorruptCheckpointError(
-            f"HBase table {self.table_name!r} at {self.address}, row {row!r}: {problem}. The row was written "
-            "by hand or by another tool; nothing was committed and no offset was reset. Fix or remove the row.")
-
-    # -- the group cell -----------------------------------------------------------------------
-    def _read_group(self, table: Any, group_id: str) -> tuple[bytes | None, dict[str, Any] | None]:
-        """Return the raw ``meta:commit`` cell of the group and its parsed document."""
-        row = group_row_key(group_id)
-        raw = table.row(row, columns=[_COMMIT_COLUMN]).get(_COMMIT_COLUMN)
-        if raw is None:
-            return None, None
-        try:
-            doc = json.loads(raw)
-            if isinstance(doc, dict) and int(doc.get("layout", 1)) > LAYOUT_VERSION:
-                raise OffsetStoreError(
-                    f"HBase table {self.table_name!r} at {self.address}, row {row!r}: layout {doc['layout']}, written "
-                    f"by a newer dstream_kafka (this version reads layout {LAYOUT_VERSION}). Nothing was read or "
-                    "written; upgrade dstream_kafka to use it.")
-            offsets = {TopicPartition(topic, int(p)): int(o)
-                       for topic, parts in doc["offsets"].items() for p, o in parts.items()}
-            if any(o < 0 for o in offsets.values()):
-                raise ValueError("negative offset")
-            doc["_offsets"] = offsets
-            doc["_ranges"] = tuple(offset_ranges_from_json(json.dumps(doc["ranges"]), "ranges"))
-            int(doc["seq"])
-            for loss in doc["losses"]:
-                DataLossRecord.from_doc(loss)
-            ResetAudit.from_doc(doc.get("reset"))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise self._corrupt(row, f"meta:commit is not a dstream_kafka commit document ({exc})") from None
-        return raw, doc
-
-    @staticmethod
-    def _encode_group_doc(seq: int, offsets: Mapping[TopicPartition, int], batch_ms: int | None,
-                          ranges: tuple[OffsetRange, ...], committed_at_ms: int | None,
-                          rows: Mapping[str, Mapping[int, int]], losses: list[dict[str, Any]],
-                          reset: dict[str, Any] | None = None) -> bytes:
-        by_topic: dict[str, dict[str, int]] = {}
-        for tp, off in sorted(offsets.items()):
-            by_topic.setdefault(tp.topic, {})[str(tp.partition)] = off
-        doc = {"seq": seq, "offsets": by_topic, "batch_ms": batch_ms,
-               "ranges": json.loads(offset_ranges_to_json(ranges)), "committed_at_ms": committed_at_ms,
-               "rows": {t: {str(p): o for p, o in sorted(parts.items())} for t, parts in sorted(rows.items())},
-               "losses": losses, "layout": LAYOUT_VERSION, **({"reset": reset} if reset is not None else {})}
-        return json.dumps(doc, separators=(",", ":")).encode()
-
-    # -- the guide's offsets rows -------------------------------------------------------------
-    def _parse_offsets_row(self, key: bytes, data: Mapping[bytes, bytes], topic: str,
-                           group_id: str) -> dict[TopicPartition, int]:
-        try:
-            found_topic, found_group, _ = parse_offsets_row_key(key)
-        except ValueError as exc:
-            raise self._corrupt(key, f"the row key is not <topic>:<group>:<13-digit batchTimeMillis> ({exc})") from None
-        if (found_topic, found_group) != (topic, group_id):
-            raise self._corrupt(key, f"the row key names topic {found_topic!r} and group {found_group!r}")
-        result = {}
-        for column, value in data.items():
-            family, _, qualifier = column.partition(b":")
-            if family != OFFSETS_FAMILY:
-                continue
-            if not qualifier.isdigit():
-                raise self._corrupt(key, f"column {column!r} is not offsets:<partition number>")
-            text = value.decode("ascii", "replace").strip()
-            if not text.isdigit():
-                raise self._corrupt(key, f"column {column!r} holds {value[:40]!r}, not an offset (ASCII decimal)")
-            result[TopicPartition(topic, int(qualifier))] = int(text)
-        return result
-
-    def _newest_offsets_row(self, table: Any, topic: str,
-                            group_id: str) -> tuple[int, dict[TopicPartition, int]] | None:
-        """Return (batch time, offsets) of the newest offsets row of ``(topic, group)``, read
-        with a reversed scan bounded to its prefix; None when the topic has no row."""
-        prefix = offsets_row_prefix(topic, group_id)
-        # A reversed scan starts at row_start and stops before row_stop; happybase's
-        # row_prefix + reverse returns the wrong row, so the bounds are explicit.
-        for key, data in table.scan(row_start=prefix + b"\xff", row_stop=prefix, reverse=True, limit=1,
-                                    columns=[OFFSETS_FAMILY]):
-            offsets = self._parse_offsets_row(key, data, topic, group_id)  # checks the key first
-            return int(key[-MS_DIGITS:]), offsets
-        return None
-
-    def _check_guide_rows(self, table: Any, group_id: str, doc: Mapping[str, Any],
-                          topics: Collection[str] | None) -> None:
-        """Refuse offsets rows that the group cell does not account for (written by hand or by
-        another tool after this store committed), instead of silently ignoring them."""
-        last = doc["batch_ms"]
-        if last is None:
-            return
-        names = sorted({tp.topic for tp in doc["_offsets"]} if topics is None else set(topics))
-        for topic in names:
-            found = self._newest_offsets_row(table, topic, group_id)
-            if found is None:
-                continue
-            ms, offsets = found
-            expected = doc["rows"].get(topic)
-            changed = ms == last and expected is not None and offsets != {
-                TopicPartition(topic, int(p)): o for p, o in expected.items()}
-            if ms > last or changed:
-                raise self._corrupt(
-                    offsets_row_key(topic, group_id, ms),
-                    f"this offsets row {'is newer than' if ms > last else 'differs from'} the last batch "
-                    f"({last}) committed in {group_row_key(group_id)!r} meta:commit, which holds the "
-                    "group's offsets. Remove the row, or change offsets with the offsets CLI")
-
-    def _guide_topics(self, table: Any, group_id: str) -> list[str]:
-        """Return the topics with offsets rows of the group (a filtered key-only full scan)."""
-        needle = b":" + offsets_row_prefix("x", group_id)[2:]  # b":<group>:"
-        # The filter keeps rows whose key holds ":<group>:" (quotes doubled for the filter
-        # language; the comparator ignores case); the key parser then checks every key.
-        quoted = needle.replace(b"'", b"''")
-        flt = b"RowFilter(=, 'substring:" + quoted + b"') AND KeyOnlyFilter()"
-        topics = set()
-        for key, _ in table.scan(filter=flt):
-            if key.startswith(b"#"):
-                continue
-            try:
-                topic, group, _ = parse_offsets_row_key(key)
-            except ValueError:
-                continue  # another group whose name merely contains this one
-            if group == group_id:
-                topics.add(topic)
-        return sorted(topics)
+        return bool(self._conn.client.checkAndPut(self.table_name.encode(), row, COMMIT_COLUMN, old,
+                                                  Mutation(column=COMMIT_COLUMN, value=new), {}))
 
     def _write_derived(self, table: Any, group_id: str, doc: Mapping[str, Any]) -> None:
-        """Write the offsets rows and the history row of the group cell's last batch (idempotent)."""
-        batch_ms = doc.get("batch_ms")
-        if batch_ms is None:
-            return
-        with table.batch() as b:
-            for topic, parts in doc["rows"].items():
-                b.put(offsets_row_key(topic, group_id, batch_ms),
-                      {OFFSETS_FAMILY + b":" + p.encode(): str(o).encode() for p, o in parts.items()})
-            cells = {OFFSETS_FAMILY + b":ranges": json.dumps(doc["ranges"], separators=(",", ":")).encode(),
-                     OFFSETS_FAMILY + b":committed_at_ms": str(doc["committed_at_ms"]).encode()}
-            if doc.get("reset") is not None:
-                cells[OFFSETS_FAMILY + b":reset"] = json.dumps(doc["reset"], separators=(",", ":")).encode()
-            b.put(batch_row_key(group_id, batch_ms), cells)
-
-    def _history_row(self, table: Any, group_id: str, key: bytes,
-                     data: Mapping[bytes, bytes]) -> CommitRecord:
-        try:
-            ms = int(key[len(batch_row_prefix(group_id)):].decode())
-            ranges = tuple(offset_ranges_from_json(data[OFFSETS_FAMILY + b":ranges"].decode(), "ranges"))
-            at = int(data[OFFSETS_FAMILY + b":committed_at_ms"])
-            reset_cell = data.get(OFFSETS_FAMILY + b":reset")
-            reset = ResetAudit.from_doc(None if reset_cell is None else json.loads(reset_cell))
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            raise self._corrupt(key, f"not a dstream_kafka history row ({exc})") from None
-        return CommitRecord(ms, ranges, utc_from_ms(at), reset)
+        """Write the offsets rows and the history row of the group cell's last batch (idempotent);
+        a method of the store so that the crash tests can slow it down or make it fail."""
+        self._rows.write_derived(table, group_id, doc)
 
     # -- contract -----------------------------------------------------------------------------
     def _load(self, group_id: str, topics: Collection[str] | None) -> dict[TopicPartition, int]:
         with self._lock, self._calls("loading offsets") as table:
-            _, doc = self._read_group(table, group_id)
+            _, doc = self._rows.read_group(table, group_id)
             if doc is not None:
-                self._check_guide_rows(table, group_id, doc, topics)  # at start: a scan per topic
+                self._rows.check_guide_rows(table, group_id, doc, topics)  # at start: a scan per topic
                 return dict(doc["_offsets"])
-            return self._load_guide_rows(table, group_id, topics)
-
-    def _load_guide_rows(self, table: Any, group_id: str,
-                         topics: Collection[str] | None) -> dict[TopicPartition, int]:
-        names = self._guide_topics(table, group_id) if topics is None else sorted(topics)
-        result: dict[TopicPartition, int] = {}
-        for topic in names:
-            found = self._newest_offsets_row(table, topic, group_id)
-            if found is not None:
-                result.update(found[1])
-        return result
+            return self._rows.load_guide_rows(table, group_id, topics)
 
     def _commit(self, group_id: str, t: int, merged: tuple[OffsetRange, ...]) -> bool:
         with self._lock, self._calls("committing offsets") as table:
-            raw, doc = self._read_group(table, group_id)
+            raw, doc = self._rows.read_group(table, group_id)
             if doc is not None and group_id not in self._derived_ok:
                 self._write_derived(table, group_id, doc)  # repair a crash after the last commit point
                 self._derived_ok.add(group_id)
@@ -447,12 +269,12 @@ class HBaseOffsetStore(OffsetStore):
                 elif t < doc["batch_ms"]:
                     data = table.row(batch_row_key(group_id, t))
                     if data:
-                        committed = self._history_row(table, group_id, batch_row_key(group_id, t), data).ranges
+                        committed = self._rows.history_row(group_id, batch_row_key(group_id, t), data).ranges
 
             def read_stored() -> Mapping[TopicPartition, int]:
                 if doc is not None:
                     return doc["_offsets"]
-                return self._load_guide_rows(table, group_id, None)  # a group the guide's code wrote
+                return self._rows.load_guide_rows(table, group_id, None)  # a group the guide's code wrote
 
             stored = self._admit_commit(group_id, t, merged, committed, read_stored, holder="HBase",
                                         place=f"HBase {self.address} table {self.table_name!r}",
@@ -463,7 +285,7 @@ class HBaseOffsetStore(OffsetStore):
             batch_topics = {r.topic for r in merged}
             rows = {topic: {tp.partition: o for tp, o in offsets.items() if tp.topic == topic}
                     for topic in batch_topics}
-            new = self._encode_group_doc(int(doc["seq"]) + 1 if doc else 1, offsets, t, merged,
+            new = encode_group_doc(int(doc["seq"]) + 1 if doc else 1, offsets, t, merged,
                                          int(time.time() * 1000), rows, list(doc["losses"]) if doc else [],
                                          None if self._reset_audit is None else self._reset_audit.doc())
             if not self._compare_and_set(group_row_key(group_id), raw, new):
@@ -489,7 +311,7 @@ class HBaseOffsetStore(OffsetStore):
         if limit <= 0:
             return []
         with self._lock, self._calls("reading the commit history") as table:
-            _, doc = self._read_group(table, group_id)
+            _, doc = self._rows.read_group(table, group_id)
             if doc is None or doc["batch_ms"] is None:
                 return []
             last = doc["batch_ms"]
@@ -503,16 +325,16 @@ class HBaseOffsetStore(OffsetStore):
                     continue
                 if len(records) >= limit:
                     break
-                records.append(self._history_row(table, group_id, key, data))
+                records.append(self._rows.history_row(group_id, key, data))
         return records[:limit]
 
     def _record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
                           batch_time_ms: int | None) -> None:
         record = DataLossRecord.doc(tp, lost_from, lost_until, batch_time_ms, int(time.time() * 1000))
         with self._lock, self._calls("recording data loss") as table:
-            raw, doc = self._read_group(table, group_id)
+            raw, doc = self._rows.read_group(table, group_id)
             if doc is None:
-                offsets = self._load_guide_rows(table, group_id, [tp.topic])
+                offsets = self._rows.load_guide_rows(table, group_id, [tp.topic])
                 doc = {"seq": 0, "batch_ms": None, "_ranges": (), "committed_at_ms": None, "rows": {},
                        "losses": []}
             else:
@@ -520,7 +342,7 @@ class HBaseOffsetStore(OffsetStore):
             if offsets.get(tp) == lost_from:
                 offsets[tp] = lost_until
             rows = {t: {int(p): o for p, o in parts.items()} for t, parts in doc["rows"].items()}
-            new = self._encode_group_doc(int(doc["seq"]) + 1, offsets, doc["batch_ms"], doc["_ranges"],
+            new = encode_group_doc(int(doc["seq"]) + 1, offsets, doc["batch_ms"], doc["_ranges"],
                                          doc["committed_at_ms"], rows, [*doc["losses"], record], doc.get("reset"))
             if not self._compare_and_set(group_row_key(group_id), raw, new):
                 raise OffsetFencedError(
@@ -529,7 +351,7 @@ class HBaseOffsetStore(OffsetStore):
 
     def _data_losses(self, group_id: str) -> list[DataLossRecord]:
         with self._lock, self._calls("reading data losses") as table:
-            _, doc = self._read_group(table, group_id)
+            _, doc = self._rows.read_group(table, group_id)
         return [] if doc is None else [DataLossRecord.from_doc(x) for x in doc["losses"]]
 
     def close(self) -> None:
