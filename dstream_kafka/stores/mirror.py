@@ -86,8 +86,13 @@ class KafkaGroupMirror:
                 from kafka import TopicPartition as KafkaTopicPartition
 
                 with self._bound_lock or contextlib.nullcontext():
-                    consumer.commit({KafkaTopicPartition(*tp): OffsetAndMetadata(o, MIRROR_METADATA, -1)
-                                     for tp, o in offsets.items()}, timeout_ms=MIRROR_TIMEOUT_MS)
+                    # Only partitions the stream's metadata still lists: kafka-python retries a
+                    # commit of a deleted topic's partition until the timeout, which every
+                    # batch would then wait for while holding the stream's consumer.
+                    live = {tp: o for tp, o in offsets.items() if _listed(consumer, tp)}
+                    if live:
+                        consumer.commit({KafkaTopicPartition(*tp): OffsetAndMetadata(o, MIRROR_METADATA, -1)
+                                         for tp, o in live.items()}, timeout_ms=MIRROR_TIMEOUT_MS)
             elif self._fn is not None:
                 self._fn(group, dict(offsets))
             else:
@@ -110,6 +115,15 @@ class KafkaGroupMirror:
         """Close the consumers the mirror opened (never a bound one)."""
         if self._committer is not None:
             self._committer.close()
+
+
+def _listed(consumer: Any, tp: TopicPartition) -> bool:
+    """Whether ``consumer``'s cached cluster metadata lists ``tp`` (no request is sent)."""
+    from dstream_kafka._kafka_internals import cluster_metadata
+
+    cluster = cluster_metadata(consumer)
+    # topics() first: kafka-python logs an error for each look-up of an unknown topic
+    return tp.topic in cluster.topics() and tp.partition in (cluster.partitions_for_topic(tp.topic) or ())
 
 
 def mirror_to(target: MirrorTarget | None | bool) -> KafkaGroupMirror | None:
