@@ -61,6 +61,26 @@ def _params(config: dict[str, Any]) -> dict[str, Any]:
             "value.deserializer": "org.apache.kafka.common.serialization.StringDeserializer"}
 
 
+def _whole_partitions(sc: Any, config: dict[str, Any], description: str) -> tuple[Any, str, int]:
+    """``createRDD`` over offsets 0..records_per_partition of every partition of ``topic``, its
+    jobs in a new job group; returns the RDD, the group and the partition count."""
+    from dstream_kafka import KafkaUtils, OffsetRange
+
+    n = int(config["partitions"])
+    ranges = [OffsetRange(config["topic"], p, 0, int(config["records_per_partition"]))
+              for p in range(n)]
+    rdd = KafkaUtils.createRDD(sc, _params(config), ranges)
+    group = uuid.uuid4().hex
+    sc.setJobGroup(group, description)
+    return rdd, group, n
+
+
+def _stages_of(tracker: Any, group: str) -> list[int]:
+    """The stage ids of the job group's jobs (Spark's status tracker)."""
+    return [stage for job in tracker.getJobIdsForGroup(group)
+            for stage in tracker.getJobInfo(job).stageIds]
+
+
 def _task_executors(sc: Any, group: str, partitions: int) -> dict[int, tuple[str, str]]:
     """``{partition index: (executor id, locality)}`` of the job group's tasks, from the status store."""
     tracker = sc.statusTracker()
@@ -68,28 +88,20 @@ def _task_executors(sc: Any, group: str, partitions: int) -> dict[int, tuple[str
     deadline = time.monotonic() + 30
     while True:
         found: dict[int, tuple[str, str]] = {}
-        for job in tracker.getJobIdsForGroup(group):
-            for stage in tracker.getJobInfo(job).stageIds:
-                tasks = store.taskList(stage, 0, 10_000)
-                for i in range(tasks.length()):
-                    task = tasks.apply(i)
-                    if str(task.status()) == "SUCCESS":
-                        found[int(task.index())] = (str(task.executorId()), str(task.taskLocality()))
+        for stage in _stages_of(tracker, group):
+            tasks = store.taskList(stage, 0, 10_000)
+            for i in range(tasks.length()):
+                task = tasks.apply(i)
+                if str(task.status()) == "SUCCESS":
+                    found[int(task.index())] = (str(task.executorId()), str(task.taskLocality()))
         if len(found) >= partitions or time.monotonic() > deadline:
             return found
         time.sleep(0.2)  # the status store follows the listener bus, a little behind the job
 
 
 def placement(config: dict[str, Any]) -> dict[str, Any]:
-    from dstream_kafka import KafkaUtils, OffsetRange
-
     sc = _context(config)
-    n = int(config["partitions"])
-    ranges = [OffsetRange(config["topic"], p, 0, int(config["records_per_partition"]))
-              for p in range(n)]
-    rdd = KafkaUtils.createRDD(sc, _params(config), ranges)
-    group = uuid.uuid4().hex
-    sc.setJobGroup(group, "placement")
+    rdd, group, n = _whole_partitions(sc, config, "placement")
     counts = rdd.mapPartitionsWithIndex(lambda i, it: [(i, sum(1 for _ in it))]).collect()
     tasks = _task_executors(sc, group, n)
     result = {
@@ -207,22 +219,13 @@ def _fail_first_attempt(index: int, records: Any) -> Any:
 
 
 def retry(config: dict[str, Any]) -> dict[str, Any]:
-    from dstream_kafka import KafkaUtils, OffsetRange
-
     sc = _context(config, {"spark.task.maxFailures": "4"})
-    n = int(config["partitions"])
-    ranges = [OffsetRange(config["topic"], p, 0, int(config["records_per_partition"]))
-              for p in range(n)]
-    rdd = KafkaUtils.createRDD(sc, _params(config), ranges)
-    group = uuid.uuid4().hex
-    sc.setJobGroup(group, "retry")
+    rdd, group, n = _whole_partitions(sc, config, "retry")
     parts = rdd.mapPartitionsWithIndex(_fail_first_attempt).collect()
     tracker = sc.statusTracker()
 
     def failed_tasks() -> int:
-        stages = [stage for job in tracker.getJobIdsForGroup(group)
-                  for stage in tracker.getJobInfo(job).stageIds]
-        infos = [tracker.getStageInfo(stage) for stage in stages]
+        infos = [tracker.getStageInfo(stage) for stage in _stages_of(tracker, group)]
         return sum(info.numFailedTasks for info in infos if info is not None)
 
     deadline = time.monotonic() + 30
