@@ -71,7 +71,9 @@ def latest_offsets(consumer: Any, parts: Sequence[TopicPartition], retries: int,
         try:
             ends = consumer.end_offsets(ktps, timeout_ms=timeout_ms)
             return {TopicPartition(tp.topic, tp.partition): int(off) for tp, off in ends.items()}
-        except KafkaError as exc:
+        except (KafkaError, KeyError) as exc:
+            # kafka-python's end_offsets raises KeyError(partition) when a partition's topic
+            # left the metadata (deleted) during the look-up: the same question as an error.
             try:
                 gone = find_vanished(parts) if find_vanished is not None else set()
             except KafkaError:

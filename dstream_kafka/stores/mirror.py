@@ -50,10 +50,15 @@ class KafkaGroupMirror:
         Kafka params (``bootstrap.servers``, optional ``group.id`` overriding the store's group
         id), a callable ``fn(group_id, offsets)`` with ``offsets`` a ``{TopicPartition: int}``
         dict, or None: only through the consumer a stream binds (nothing before it does).
+
+    Only offsets that differ from what this mirror last copied are sent: a partition with no
+    new records is not committed again at every batch (such a partition may belong to a topic
+    deleted meanwhile, whose commit kafka-python would retry until the timeout).
     """
 
     def __init__(self, target: MirrorTarget | None) -> None:
         self._last_warning = float("-inf")
+        self._copied: dict[str, dict[TopicPartition, int]] = {}
         self._through_stream = target is None
         self._bound: Any = None
         self._bound_lock: Any = None
@@ -78,6 +83,10 @@ class KafkaGroupMirror:
         from kafka.structs import OffsetAndMetadata
 
         group = self._group or group_id
+        copied = self._copied.setdefault(group, {})
+        offsets = {tp: o for tp, o in offsets.items() if copied.get(tp) != o}
+        if not offsets:
+            return
         try:
             if self._through_stream:
                 consumer = self._bound
@@ -100,6 +109,7 @@ class KafkaGroupMirror:
                 self._committer.commit(
                     group, {tp: OffsetAndMetadata(o, MIRROR_METADATA, -1) for tp, o in offsets.items()},
                     MIRROR_TIMEOUT_MS)
+            copied.update(offsets)
         except Exception as exc:  # monitoring only: never fail the batch
             # Only the exception type and Kafka's error text: never the params (they may hold
             # SASL/SSL passwords). At most one warning a minute, as this runs every batch.

@@ -23,6 +23,7 @@ schedule and wait in the queue, and their scheduling delay shows the wait.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import queue
@@ -224,22 +225,51 @@ class JobScheduler:
         failed = False
         ticking = True
         deadline: int | None = None
+        events: list[tuple[str, Any]] = []
         assert self.next_batch_time is not None
-        while True:
-            if ticking:
-                for batch_time in due_batch_times(self.next_batch_time, self._clock(),
-                                                  self._batch_ms):
-                    self.next_batch_time = batch_time + self._batch_ms
-                    batch = self._generate(batch_time)
-                    if batch is None:  # generation failed: stop like a failed batch
-                        ticking = False
-                        pending.clear()
-                        self._interrupt.set()
-                        break
-                    pending.append(batch)
+
+        def hand_over() -> None:
             while len(running) < self._concurrent_jobs and pending:
                 running.append(pending.popleft())
                 self._jobs.put(running[-1])
+
+        while True:
+            # Events first, then one due batch: behind schedule, the loop completes finished
+            # batches and hands the next one over before it plans another, so jobs run while
+            # it plans and never wait for a whole backlog to be planned first. A late loop
+            # still generates every batch time, back to back.
+            for kind, payload in events:
+                if kind == "stop":
+                    ticking = False
+                    if payload:
+                        deadline = self._clock() + self._graceful_timeout_ms
+                    else:
+                        pending.clear()
+                elif kind == "done":
+                    processed.add(payload.time)
+                    while running and running[0].time in processed:
+                        batch = running.popleft()
+                        processed.discard(batch.time)
+                        if failed:
+                            continue  # a later batch never completes past a failed one
+                        if not self._finish(batch):
+                            failed = True
+                            ticking = False
+                            pending.clear()
+                            self._interrupt.set()
+            events = []
+            hand_over()
+            due = due_batch_times(self.next_batch_time, self._clock(), self._batch_ms) if ticking else []
+            if due:
+                self.next_batch_time = due[0] + self._batch_ms
+                generated = self._generate(due[0])
+                if generated is None:  # generation failed: stop like a failed batch
+                    ticking = False
+                    pending.clear()
+                    self._interrupt.set()
+                else:
+                    pending.append(generated)
+                    hand_over()
             if not ticking and not running:
                 break
             if deadline is not None and self._clock() >= deadline:
@@ -247,29 +277,10 @@ class JobScheduler:
                 pending.clear()
                 self._interrupt.set()
                 deadline = None
-            timeout = self._wait_seconds(ticking, deadline)
-            try:
-                kind, payload = self._events.get(timeout=timeout)
-            except queue.Empty:
-                continue
-            if kind == "stop":
-                ticking = False
-                if payload:
-                    deadline = self._clock() + self._graceful_timeout_ms
-                else:
-                    pending.clear()
-            elif kind == "done":
-                processed.add(payload.time)
-                while running and running[0].time in processed:
-                    batch = running.popleft()
-                    processed.discard(batch.time)
-                    if failed:
-                        continue  # a later batch never completes past a failed one
-                    if not self._finish(batch):
-                        failed = True
-                        ticking = False
-                        pending.clear()
-                        self._interrupt.set()
+            with contextlib.suppress(queue.Empty):
+                events.append(self._events.get(timeout=self._wait_seconds(ticking, deadline)))
+                while True:  # everything already posted, in order
+                    events.append(self._events.get_nowait())
         for _ in self._job_threads:
             self._jobs.put(None)
         for thread in self._job_threads:

@@ -113,6 +113,21 @@ def test_a_failed_look_up_of_a_deleted_partition_reports_it_without_retrying(mon
     assert consumer.calls == 1
 
 
+def test_kafka_pythons_key_error_for_a_partition_that_left_the_metadata_is_checked_for_deletion(
+        monkeypatch) -> None:
+    from dstream_kafka.latest_offsets import PartitionsGone as _PartitionsGone
+
+    class _EndsOfAGoneTopic:
+        def end_offsets(self, partitions: Any, timeout_ms: int) -> Any:
+            raise KeyError(partitions[0])  # what kafka-python 3.0 raises for a deleted topic
+
+    monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", lambda s: None)
+    with pytest.raises(_PartitionsGone) as caught:
+        latest_offsets(_EndsOfAGoneTopic(), [TopicPartition("gone", 0)], retries=0,
+                       find_vanished=lambda parts: set(parts))
+    assert caught.value.partitions == {TopicPartition("gone", 0)}
+
+
 def test_a_closed_port_is_not_reachable() -> None:
     from dstream_kafka.latest_offsets import any_reachable
 

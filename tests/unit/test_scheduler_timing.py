@@ -204,6 +204,29 @@ class TestJobScheduler:
         times = [info.batch_time for info in infos]
         assert [b - a for a, b in zip(times, times[1:])] == [20, 20, 20]
 
+    def test_a_loop_planning_slower_than_the_interval_hands_each_batch_over_at_once(self) -> None:
+        """Behind schedule, each batch goes to the job thread as soon as it is generated: its
+        job never waits for the whole backlog to be planned."""
+        order: list[tuple[str, int]] = []
+
+        class SlowPlanning(_Loop):
+            def generate(self, t: int) -> tuple[list[OutputJob], dict[int, Any]]:
+                time.sleep(0.05)  # planning takes longer than the 20 ms interval
+                order.append(("planned", t))
+                return super().generate(t)
+
+            def run(self, t: int) -> None:
+                order.append(("ran", t))
+
+        loop = SlowPlanning(batch_ms=20)
+        loop.wait_for(lambda: len(loop.completed) >= 6)
+        loop.stop(graceful=False)
+        planned = [t for kind, t in order if kind == "planned"]
+        for t in loop.completed[:6]:
+            ran_at = order.index(("ran", t))
+            planned_since = [u for kind, u in order[:ran_at] if kind == "planned" and u > t]
+            assert len(planned_since) <= 2, (t, planned, order[:ran_at + 1])
+
     def test_events_of_a_batch_come_in_order(self) -> None:
         """Each batch is submitted, then started, then completed."""
         loop = _Loop(batch_ms=20)

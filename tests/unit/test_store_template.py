@@ -142,6 +142,31 @@ def test_the_mirror_gets_what_the_store_wrote_and_nothing_else():
     assert mirror.closed
 
 
+def test_the_kafka_group_mirror_sends_only_offsets_that_moved_since_its_last_copy():
+    sent: list[tuple[str, dict[TopicPartition, int]]] = []
+    mirror = KafkaGroupMirror(lambda group, offsets: sent.append((group, offsets)))
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    mirror.commit("g", {a: 5, b: 0})
+    mirror.commit("g", {a: 5, b: 0})  # an idle batch: nothing to copy
+    mirror.commit("g", {a: 7, b: 0})
+    mirror.commit("h", {a: 7})  # another group has its own copy
+    assert sent == [("g", {a: 5, b: 0}), ("g", {a: 7}), ("h", {a: 7})]
+
+
+def test_a_failed_mirror_copy_is_sent_again_at_the_next_commit():
+    sent: list[dict[TopicPartition, int]] = []
+
+    def flaky(group: str, offsets: dict[TopicPartition, int]) -> None:
+        sent.append(offsets)
+        if len(sent) == 1:
+            raise RuntimeError("broker unreachable")
+
+    mirror = KafkaGroupMirror(flaky)
+    mirror.commit("g", {TopicPartition("t", 0): 5})
+    mirror.commit("g", {TopicPartition("t", 0): 5})
+    assert sent == [{TopicPartition("t", 0): 5}] * 2
+
+
 def test_the_same_batch_again_is_admitted_as_done_without_reading_the_offsets():
     def unread() -> dict[TopicPartition, int]:
         raise AssertionError("a re-run must not read the stored offsets")
