@@ -266,6 +266,13 @@ def check_credentials(config: Mapping[str, Any], attempt_ms: int = 1500) -> None
     watcher = _AuthFailures()
     kafka_log = logging.getLogger("kafka")
     kafka_log.addHandler(watcher)
+    silenced = kafka_log.getEffectiveLevel() > logging.WARNING
+    saved = (kafka_log.level, kafka_log.propagate)
+    if silenced:
+        # Silenced above WARNING (the command-line tool does it, applications may): let the
+        # login's lines reach the watcher during the probe, and nothing above it.
+        kafka_log.setLevel(logging.WARNING)
+        kafka_log.propagate = False
     try:
         while (time.monotonic() < deadline and not watcher.reason
                and watcher.closed < CLOSED_LOGINS):
@@ -279,6 +286,9 @@ def check_credentials(config: Mapping[str, Any], attempt_ms: int = 1500) -> None
                 continue
     finally:
         kafka_log.removeHandler(watcher)
+        if silenced:
+            kafka_log.setLevel(saved[0])
+            kafka_log.propagate = saved[1]
     where = (f"Kafka at bootstrap.servers={config.get('bootstrap_servers')} (security.protocol="
              f"{protocol})")
     login = (f"the {config.get('sasl_mechanism')} login of user "

@@ -100,6 +100,26 @@ def test_a_wrong_password_fails_with_an_authentication_error_within_seconds(
     assert wrong not in message
 
 
+def test_a_wrong_password_is_reported_even_with_kafka_pythons_logger_silenced(
+        sc, secured_kafka, topic, unique):
+    import logging
+
+    kafka_log = logging.getLogger("kafka")
+    saved = kafka_log.level
+    kafka_log.setLevel(logging.CRITICAL)  # as the offsets command and many applications do
+    try:
+        params = {**_params(secured_kafka, "SASL_PLAINTEXT", "SCRAM-SHA-512", "PEM", None,
+                            password="not-the-password-" + unique("pw")), "group.id": unique("g")}
+        started = time.monotonic()
+        with pytest.raises(KafkaAuthenticationError):
+            KafkaUtils.createRDD(sc, params, [OffsetRange(topic, 0, 0, 1)],
+                                 LocationStrategies.PreferConsistent)
+        assert time.monotonic() - started < 15
+        assert kafka_log.level == logging.CRITICAL and kafka_log.propagate
+    finally:
+        kafka_log.setLevel(saved)
+
+
 def test_a_stream_with_a_wrong_password_fails_to_start_with_an_authentication_error(
         secured_kafka, topic, unique, make_ssc):
     wrong = "not-the-password-" + unique("pw")
