@@ -97,7 +97,7 @@ def slice_times(from_ms: int, to_ms: int, zero_ms: int, slide_ms: int) -> list[i
 def due_batch_times(next_time: int, now: int, interval_ms: int) -> list[int]:
     """Return every batch time from ``next_time`` that is due at ``now``, oldest first.
 
-    The loop generates all of them back to back, so a late loop never skips a batch time.
+    The scheduler generates the oldest one each turn, so a late loop never skips a batch time.
     """
     if now < next_time:
         return []

@@ -34,7 +34,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from dstream_kafka.streaming.clock import due_batch_times, now_ms
+from dstream_kafka.streaming.clock import now_ms
 from dstream_kafka.streaming.listener import (
     BatchInfo,
     ListenerBus,
@@ -259,10 +259,10 @@ class JobScheduler:
                             self._interrupt.set()
             events = []
             hand_over()
-            due = due_batch_times(self.next_batch_time, self._clock(), self._batch_ms) if ticking else []
-            if due:
-                self.next_batch_time = due[0] + self._batch_ms
-                generated = self._generate(due[0])
+            if ticking and self._clock() >= self.next_batch_time:
+                batch_time = self.next_batch_time  # the oldest due time: none is ever skipped
+                self.next_batch_time = batch_time + self._batch_ms
+                generated = self._generate(batch_time)
                 if generated is None:  # generation failed: stop like a failed batch
                     ticking = False
                     pending.clear()
