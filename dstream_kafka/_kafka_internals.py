@@ -20,6 +20,7 @@ from dstream_kafka.record import ConsumerRecord
 __all__ = [
     "RECORD_FIELDS",
     "cluster_metadata",
+    "keep_rejoin_wanted",
     "leader_host",
     "needs_rejoin",
     "record_offset",
@@ -64,6 +65,13 @@ def request_rejoin(consumer: Any) -> None:
     """
     coordinator = _internal(consumer, "_coordinator", "KafkaConsumer")
     _internal(coordinator, "request_rejoin", "ConsumerCoordinator")()
+
+
+def keep_rejoin_wanted(consumer: Any) -> None:
+    """Call :func:`request_rejoin` when ``consumer``'s group wants a rejoin (:func:`needs_rejoin`),
+    so that a rejoin a metadata change asked for stays wanted until the assignment is in."""
+    if needs_rejoin(consumer):
+        request_rejoin(consumer)
 
 
 def cluster_metadata(consumer: Any) -> Any:

@@ -226,10 +226,9 @@ class _BaseStrategy(ConsumerStrategy):
         from dstream_kafka import _kafka_internals
 
         while not consumer.assignment():
-            if _kafka_internals.needs_rejoin(consumer):
-                # A topic created during the wait asks for a rejoin that kafka-python 3.0.12
-                # may drop before the assignment is in (see request_rejoin): keep it wanted.
-                _kafka_internals.request_rejoin(consumer)
+            # A topic created during the wait asks for a rejoin that kafka-python 3.0.12 may
+            # drop before the assignment is in.
+            _kafka_internals.keep_rejoin_wanted(consumer)
             records = consumer.poll(timeout_ms=100)
             if records:  # pragma: no cover - the listener pauses first; be paranoid anyway
                 seek_back(consumer, records)

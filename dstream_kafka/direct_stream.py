@@ -192,8 +192,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         # when another member joined, poll briefly until the rebalance is through; otherwise
         # the group would wait for us until max.poll.interval.ms.
         deadline = time.monotonic() + REJOIN_TIMEOUT_S
-        if _kafka_internals.needs_rejoin(consumer):
-            _kafka_internals.request_rejoin(consumer)  # wanted until the assignment is in
+        _kafka_internals.keep_rejoin_wanted(consumer)
         while _kafka_internals.needs_rejoin(consumer) and time.monotonic() < deadline:
             records = {**records, **consumer.poll(timeout_ms=100)}
         if records:

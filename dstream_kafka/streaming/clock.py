@@ -97,7 +97,8 @@ def slice_times(from_ms: int, to_ms: int, zero_ms: int, slide_ms: int) -> list[i
 def due_batch_times(next_time: int, now: int, interval_ms: int) -> list[int]:
     """Return every batch time from ``next_time`` that is due at ``now``, oldest first.
 
-    The scheduler generates the oldest one each turn, so a late loop never skips a batch time.
+    This is a late loop's backlog; the scheduler plans it one batch a turn, oldest first, and
+    never skips a batch time.
     """
     if now < next_time:
         return []
