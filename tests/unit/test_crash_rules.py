@@ -35,3 +35,16 @@ def test_the_campaign_table_shows_result_rows_for_hbase_only() -> None:
     kafka, hbase = lines[2].split(), lines[3].split()
     assert kafka[0] == "kafka" and kafka[8:10] == ["-", "-"]
     assert hbase[0] == "hbase" and hbase[8:10] == ["0", "2"] and hbase[-1] == "1"
+
+
+def test_the_results_page_counts_each_killed_run_by_how_it_was_ended() -> None:
+    from tests.crash.campaign import report
+    from tests.crash.harness import Run
+
+    runs = [Run("timed-output:0.4", killed=True), Run("mid-output:2", killed=True),
+            Run("mid-output:1", killed=True), Run("after-commit:1", killed=False), Run("final")]
+    page = report([TrialResult(TrialSpec("sqlite", 1), runs=runs)], ["sqlite", "kafka"],
+                  "tests.crash.campaign --stores sqlite,kafka", 1.5)
+    assert "sqlite: mid-output 2, timed-output 1" in page
+    assert "kafka: no kills" in page
+    assert "    .venv/bin/python -m tests.crash.campaign --stores sqlite,kafka" in page
