@@ -20,6 +20,7 @@ from dstream_kafka.record import ConsumerRecord
 __all__ = [
     "RECORD_FIELDS",
     "cluster_metadata",
+    "finish_rejoin",
     "keep_rejoin_wanted",
     "leader_host",
     "needs_rejoin",
@@ -68,10 +69,29 @@ def request_rejoin(consumer: Any) -> None:
 
 
 def keep_rejoin_wanted(consumer: Any) -> None:
-    """Call :func:`request_rejoin` when ``consumer``'s group wants a rejoin (:func:`needs_rejoin`),
-    so that a rejoin a metadata change asked for stays wanted until the assignment is in."""
-    if needs_rejoin(consumer):
+    """Keep ``consumer``'s group rejoin wanted until its assignment is in.
+
+    Calls :func:`request_rejoin` when the group wants a rejoin (:func:`needs_rejoin`), or
+    when the consumer is stranded mid-rebalance: ``_coordinator.rebalance_in_progress()``
+    while no rejoin is wanted. kafka-python 3.0.12 strands a consumer so when a metadata
+    change asked for the rejoin and the leader computed the new assignment before the join
+    finished: it stops awaiting that join, stays REBALANCING, and fails every commit with
+    RebalanceInProgressError.
+    """
+    coordinator = _internal(consumer, "_coordinator", "KafkaConsumer")
+    if needs_rejoin(consumer) or _internal(coordinator, "rebalance_in_progress", "ConsumerCoordinator")():
         request_rejoin(consumer)
+
+
+def finish_rejoin(consumer: Any, timeout_ms: int) -> bool:
+    """Complete a wanted or stranded group rejoin of ``consumer`` without fetching records.
+
+    Calls :func:`keep_rejoin_wanted`, then ``_coordinator.ensure_active_group(timeout_ms)``;
+    returns True when the consumer is a stable group member again within ``timeout_ms``.
+    """
+    keep_rejoin_wanted(consumer)
+    coordinator = _internal(consumer, "_coordinator", "KafkaConsumer")
+    return bool(_internal(coordinator, "ensure_active_group", "ConsumerCoordinator")(timeout_ms=timeout_ms))
 
 
 def cluster_metadata(consumer: Any) -> Any:

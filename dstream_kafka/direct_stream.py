@@ -192,8 +192,10 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         # when another member joined, poll briefly until the rebalance is through; otherwise
         # the group would wait for us until max.poll.interval.ms.
         deadline = time.monotonic() + REJOIN_TIMEOUT_S
-        _kafka_internals.keep_rejoin_wanted(consumer)
-        while _kafka_internals.needs_rejoin(consumer) and time.monotonic() < deadline:
+        while True:
+            _kafka_internals.keep_rejoin_wanted(consumer)
+            if not _kafka_internals.needs_rejoin(consumer) or time.monotonic() >= deadline:
+                break
             records = {**records, **consumer.poll(timeout_ms=100)}
         if records:
             # A poll should not return data for paused partitions; if it did, undo it so the

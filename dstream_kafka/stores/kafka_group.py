@@ -29,6 +29,7 @@ import time
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from dstream_kafka import _kafka_internals
 from dstream_kafka.errors import OffsetStoreError
 from dstream_kafka.kafka_params import store_client_config as kafka_client_config
 from dstream_kafka.offsets import OffsetRange, TopicPartition
@@ -78,8 +79,16 @@ class GroupCommitter:
         """Commit ``{TopicPartition: OffsetAndMetadata}`` to ``group_id``."""
         bound = self._bound
         if bound is not None and getattr(bound, "config", {}).get("group_id") == group_id:
+            from kafka.errors import RebalanceInProgressError
+
             with self._bound_lock or contextlib.nullcontext():
-                bound.commit({_ktp(tp): oam for tp, oam in offsets.items()}, timeout_ms=timeout_ms)
+                try:
+                    bound.commit({_ktp(tp): oam for tp, oam in offsets.items()}, timeout_ms=timeout_ms)
+                except RebalanceInProgressError:
+                    # A member commits only in a stable generation: finish the rebalance
+                    # (without fetching records) and commit once more.
+                    _kafka_internals.finish_rejoin(bound, timeout_ms)
+                    bound.commit({_ktp(tp): oam for tp, oam in offsets.items()}, timeout_ms=timeout_ms)
             return
         consumer = self._owned.get(group_id)
         if consumer is None:

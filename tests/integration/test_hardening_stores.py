@@ -89,6 +89,33 @@ def test_a_kafka_group_store_commits_with_a_user_client_id(kafka, unique):
         store.close()
 
 
+def test_a_kafka_group_store_commits_through_a_member_left_stranded_mid_rebalance(kafka, unique):
+    """kafka-python 3.0.12 can leave a subscribed consumer REBALANCING with no rejoin wanted
+    (a metadata-asked rejoin whose assignment was computed before the join finished); its
+    commits then fail with RebalanceInProgressError. The store finishes the rejoin and commits."""
+    from kafka import KafkaConsumer
+    from kafka.coordinator.base import MemberState
+
+    topic, group = unique("t"), unique("g")
+    kafka.create_topic(topic)
+    consumer = KafkaConsumer(bootstrap_servers=kafka.bootstrap_servers, group_id=group,
+                             enable_auto_commit=False)
+    store = OffsetStores.kafka({"bootstrap.servers": kafka.bootstrap_servers}, timeout_ms=20_000)
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(timeout_ms=100)
+        assert consumer.assignment()
+        store.bind_consumer(consumer, threading.Lock())
+        consumer._coordinator.state = MemberState.REBALANCING  # the state the bug leaves
+        store.commit(group, 1000, [r(0, 3, topic=topic)])
+        assert store.load(group) == {TopicPartition(topic, 0): 3}
+    finally:
+        store.close()
+        consumer.close()
+
+
 # -- item 9: checkpoint folders the store cannot write ---------------------------------------------
 
 def _mount(*args: str) -> bool:

@@ -81,3 +81,17 @@ def test_the_metadata_refresh_awaits_the_clusters_update_through_the_consumers_l
     assert callable(_require(_require(consumer, "_net", "KafkaConsumer"), "run", "KafkaConsumer._net"))
     with pytest.raises(KafkaTimeoutError):  # no broker at 127.0.0.1:1: bounded, not forever
         _kafka_internals.refresh_metadata(consumer, 200)
+
+
+def test_a_consumer_stranded_mid_rebalance_is_asked_to_rejoin(consumer) -> None:
+    from kafka.coordinator.base import MemberState
+
+    coordinator = _require(consumer, "_coordinator", "KafkaConsumer")
+    assert callable(_require(coordinator, "rebalance_in_progress", "KafkaConsumer._coordinator"))
+    assert callable(_require(coordinator, "ensure_active_group", "KafkaConsumer._coordinator"))
+    coordinator.rejoin_needed = False  # as after a completed join
+    _kafka_internals.keep_rejoin_wanted(consumer)
+    assert coordinator.rejoin_needed is False  # not rebalancing, nothing wanted: left alone
+    coordinator.state = MemberState.REBALANCING  # what kafka-python 3.0.12 can leave behind
+    _kafka_internals.keep_rejoin_wanted(consumer)
+    assert coordinator.rejoin_needed is True
