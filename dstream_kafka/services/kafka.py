@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import uuid
 from pathlib import Path
 from typing import Any, Mapping
@@ -205,9 +206,14 @@ class KafkaCluster(KafkaClusterClients):
             return
         self._started = False
         self._close_clients()
-        for node in self._nodes:
-            if node.process:
-                node.process.stop(timeout=30)
+        # All nodes at once: stopped one by one, the last ones wait out their controlled
+        # shutdown (30 s each) for a controller quorum that the first ones took away.
+        stopping = [threading.Thread(target=node.process.stop, kwargs={"timeout": 30})
+                    for node in self._nodes if node.process]
+        for thread in stopping:
+            thread.start()
+        for thread in stopping:
+            thread.join()
         if not self._keep_data and self._data_dir is not None:
             shutil.rmtree(self._data_dir, ignore_errors=True)
         try:

@@ -101,6 +101,23 @@ class KafkaClusterClients:
                               if p.get("leader_id", -1) >= 0)
         return []
 
+    def leaders(self, name: str) -> dict[int, int]:
+        """Return the leader's node id per partition of ``name`` (-1 while one has none).
+
+        Empty when no broker answers: a fresh admin client may pick a node that was just
+        stopped, and the caller polls again rather than fail on that node's refused connection.
+        """
+        try:
+            described = self.admin().describe_topics([name])
+        except Exception:
+            self._close_clients()
+            return {}
+        for topic in described:
+            if topic.get("name") == name and not topic.get("error_code"):
+                return {p["partition_index"]: int(p.get("leader_id", -1))
+                        for p in topic.get("partitions", [])}
+        return {}
+
     def wait_for_partitions(self, name: str, count: int, timeout: float = 30.0) -> None:
         wait_until(lambda: len(self.partitions_for(name)) >= count, timeout,
                    f"{count} partition(s) of topic {name} to get leaders")

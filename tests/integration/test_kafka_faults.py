@@ -31,6 +31,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
 PARTITIONS = 4
 BATCH = 0.5  # seconds
+#: The outage test's batches: the stream generates every batch time of the outage once the
+#: brokers return (as Spark's timer does), and on two loaded cores each job of that backlog
+#: takes about as long as a 0.5 s interval, so the catch-up would never end.
+OUTAGE_BATCH = 2.0  # seconds
 
 
 class AckedProducer:
@@ -77,6 +81,8 @@ class AckedProducer:
             return len(self.acked)
 
     def stop(self) -> None:
+        if self._stop.is_set():
+            return
         self._stop.set()
         self._thread.join(30)
         self._producer.flush(timeout=120)
@@ -119,12 +125,8 @@ class RecordingStream:
 
 
 def leader_of(cluster: KafkaCluster, topic: str, partition: int) -> int:
-    """The node id leading ``topic``/``partition`` now (-1 while there is none)."""
-    for described in cluster.admin().describe_topics([topic]):
-        for part in described.get("partitions", []):
-            if part["partition_index"] == partition:
-                return int(part.get("leader_id", -1))
-    return -1
+    """The node id leading ``topic``/``partition`` now (-1 while there is none or no answer)."""
+    return cluster.leaders(topic).get(partition, -1)
 
 
 def start_all(cluster: KafkaCluster) -> None:
@@ -153,6 +155,21 @@ def cluster(kafka3: KafkaCluster) -> Iterator[KafkaCluster]:
 
 
 @pytest.fixture
+def producing(cluster: KafkaCluster) -> Iterator[Callable[[str], AckedProducer]]:
+    """Return ``start(topic)``: a started AckedProducer, stopped after the test if still running
+    (a failed test must not leave one writing into the shared cluster for the rest of the run)."""
+    started: list[AckedProducer] = []
+
+    def start(topic: str) -> AckedProducer:
+        started.append(AckedProducer(cluster, topic).start())
+        return started[-1]
+
+    yield start
+    for producer in started:
+        producer.stop()
+
+
+@pytest.fixture
 def topic(cluster: KafkaCluster, unique: Callable[[str], str]) -> str:
     name = unique("faults")
     cluster.create_topic(name, partitions=PARTITIONS, replication_factor=3)
@@ -164,10 +181,18 @@ def finish_and_check(cluster: KafkaCluster, producer: AckedProducer,
                      acked_before: frozenset[str] = frozenset()) -> None:
     """Stop producing, wait for the stream to commit the log ends, check exactly once."""
     producer.stop()
-    ends = cluster.end_offsets(topic)
+    # Every partition's end: a partition between leaders is missing from a look-up.
+    ends: dict[int, int] = {}
+    wait_until(lambda: len(ends.update(cluster.end_offsets(topic)) or ends) == PARTITIONS,
+               f"the end offsets of all {PARTITIONS} partitions", timeout=60, interval=0.5)
     assert sum(ends.values()) >= producer.count() > 0
-    wait_until(lambda: recording.committed() == ends,
-               f"the stream to commit the log end offsets {ends}", timeout=180, interval=0.2)
+    try:
+        wait_until(lambda: recording.committed() == ends,
+                   f"the stream to commit the log end offsets {ends}", timeout=180, interval=0.2)
+    except AssertionError as error:
+        raise AssertionError(f"{error}; committed {recording.committed()}, batches with records "
+                             f"{recording.batches_with_records}, state {ssc.getState()}, last batch "
+                             f"{recording.stream.lastProgress}") from None
     ssc.stop(stopSparkContext=False, stopGraceFully=True)
     rows = recording.rows()
     per_offset = Counter((part, off) for part, off, _ in rows)
@@ -181,13 +206,14 @@ def finish_and_check(cluster: KafkaCluster, producer: AckedProducer,
 
 def test_a_stream_keeps_going_when_partition_leaders_stop_and_come_back(
         cluster: KafkaCluster, topic: str, make_ssc: Callable[..., StreamingContext],
-        unique: Callable[[str], str], tmp_path: Path) -> None:
+        unique: Callable[[str], str], producing: Callable[[str], AckedProducer],
+        tmp_path: Path) -> None:
     """Killing the leader of partition 0 mid-stream, then starting it again, loses and
     doubles nothing; PreferBrokers plans every batch through the leader elections."""
     ssc = make_ssc(BATCH)
     recording = RecordingStream(ssc, cluster, topic, unique("g"), tmp_path / "leaders.db",
                                 LocationStrategies.PreferBrokers)
-    producer = AckedProducer(cluster, topic).start()
+    producer = producing(topic)
     ssc.start()
     wait_until(lambda: recording.batches_with_records >= 2, "two batches with records")
     leader = leader_of(cluster, topic, 0)
@@ -208,12 +234,13 @@ def test_a_stream_keeps_going_when_partition_leaders_stop_and_come_back(
 
 def test_a_stream_keeps_going_after_one_broker_stops_for_good(
         cluster: KafkaCluster, topic: str, make_ssc: Callable[..., StreamingContext],
-        unique: Callable[[str], str], tmp_path: Path) -> None:
+        unique: Callable[[str], str], producing: Callable[[str], AckedProducer],
+        tmp_path: Path) -> None:
     """With one of three brokers gone for the rest of the run, acks=all still succeeds
     (two in-sync replicas) and the stream reads and commits every record exactly once."""
     ssc = make_ssc(BATCH)
     recording = RecordingStream(ssc, cluster, topic, unique("g"), tmp_path / "one-down.db")
-    producer = AckedProducer(cluster, topic).start()
+    producer = producing(topic)
     ssc.start()
     wait_until(lambda: recording.batches_with_records >= 2, "two batches with records")
     gone = leader_of(cluster, topic, 1)
@@ -226,26 +253,33 @@ def test_a_stream_keeps_going_after_one_broker_stops_for_good(
 
 def test_a_stream_rides_out_a_30_second_outage_of_the_whole_cluster_within_its_bounds(
         cluster: KafkaCluster, topic: str, make_ssc: Callable[..., StreamingContext],
-        unique: Callable[[str], str], tmp_path: Path, sc: Any) -> None:
+        unique: Callable[[str], str], producing: Callable[[str], AckedProducer],
+        tmp_path: Path, sc: Any) -> None:
     """Every broker down for 30 s: the running stream waits in its latest-offset look-up
     (bounded by (maxRetries + 1) x lookupTimeout, here 4 x 30 s) and, once the brokers are
     back, reads on from where it was, with nothing lost or doubled."""
     sc._conf.set("spark.streaming.kafka.maxRetries", "3")
     try:
-        ssc = make_ssc(BATCH)
+        ssc = make_ssc(OUTAGE_BATCH)
         recording = RecordingStream(ssc, cluster, topic, unique("g"), tmp_path / "outage.db")
     finally:
         sc._conf.set("spark.streaming.kafka.maxRetries", "1")
-    producer = AckedProducer(cluster, topic).start()
+    producer = producing(topic)
     ssc.start()
     wait_until(lambda: recording.batches_with_records >= 2, "two batches with records")
     producer.stop()  # no producer can write through a dead cluster; acked values are kept
     acked_before = frozenset(producer.acked)
+    # Everything read and committed first: the outage then meets the stream in its look-up.
+    # (A batch whose records are still being read when the brokers go fails its task after
+    # the executor poll timeout instead, as a range that cannot be fetched does.)
+    before = cluster.end_offsets(topic)
+    wait_until(lambda: recording.committed() == before,
+               f"the stream to commit {before} before the outage", timeout=120, interval=0.2)
     for node_id in cluster.node_ids:
         cluster.stop_broker(node_id)
     time.sleep(30)
     start_all(cluster)
-    producer = AckedProducer(cluster, topic).start()
+    producer = producing(topic)
     seen = recording.batches_with_records
     wait_until(lambda: recording.batches_with_records >= seen + 3,
                "three batches with records after the outage", timeout=180)
