@@ -211,13 +211,23 @@ def _version() -> str:
 def _offsets(args: argparse.Namespace) -> int:
     import logging
 
+    # The clients log every refused connection; the command reports one error line instead.
+    # Restored afterwards: main() may run inside a caller's process.
+    loggers = [logging.getLogger(name) for name in ("kafka", "kazoo", "happybase", "thriftpy2")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        return _offsets_action(args)
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+def _offsets_action(args: argparse.Namespace) -> int:
+    from dstream_kafka.errors import OffsetFencedError, OffsetStoreError
     from dstream_kafka.offsets_admin import (describe, export_offsets, format_history, format_rows,
                                              history, import_offsets)
-
-    # The clients log every refused connection; the command reports one error line instead.
-    for name in ("kafka", "kazoo", "happybase", "thriftpy2"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-    from dstream_kafka.errors import OffsetFencedError, OffsetStoreError
 
     _ask_postgres_password(args.store)
     try:

@@ -85,3 +85,21 @@ def test_history_renders_batches_with_their_record_counts_as_a_table_and_as_json
         "topic": "t", "partition": 1, "fromOffset": 0, "untilOffset": 3}
     with pytest.raises(ConfigurationError, match="--format"):
         format_history(records, "csv")
+
+
+def test_the_offsets_command_silences_the_client_loggers_only_while_it_runs(tmp_path, capsys) -> None:
+    import logging
+
+    from dstream_kafka.cli import main
+
+    store = tmp_path / "offsets.db"
+    kafka = logging.getLogger("kafka")
+    before = kafka.level
+    kafka.setLevel(logging.INFO)
+    try:
+        # an empty store: the command fails (exit 1), and restores the levels all the same
+        assert main(["offsets", "export", "--store", f"sqlite:///{store}", "--group", "g"]) == 1
+        assert "holds no committed offsets for group 'g'" in capsys.readouterr().err
+        assert kafka.level == logging.INFO
+    finally:
+        kafka.setLevel(before)
