@@ -96,6 +96,8 @@ def test_a_kafka_group_store_commits_through_a_member_left_stranded_mid_rebalanc
     from kafka import KafkaConsumer
     from kafka.coordinator.base import MemberState
 
+    from dstream_kafka import _kafka_internals
+
     topic, group = unique("t"), unique("g")
     kafka.create_topic(topic)
     consumer = KafkaConsumer(bootstrap_servers=kafka.bootstrap_servers, group_id=group,
@@ -103,8 +105,9 @@ def test_a_kafka_group_store_commits_through_a_member_left_stranded_mid_rebalanc
     store = OffsetStores.kafka({"bootstrap.servers": kafka.bootstrap_servers}, timeout_ms=20_000)
     try:
         consumer.subscribe([topic])
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while not consumer.assignment() and time.monotonic() < deadline:
+            _kafka_internals.keep_rejoin_wanted(consumer)  # the join itself can strand (see above)
             consumer.poll(timeout_ms=100)
         assert consumer.assignment()
         store.bind_consumer(consumer, threading.Lock())

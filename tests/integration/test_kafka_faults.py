@@ -258,12 +258,17 @@ def test_a_stream_rides_out_a_30_second_outage_of_the_whole_cluster_within_its_b
     """Every broker down for 30 s: the running stream waits in its latest-offset look-up
     (bounded by (maxRetries + 1) x lookupTimeout, here 4 x 30 s) and, once the brokers are
     back, reads on from where it was, with nothing lost or doubled."""
+    # The executors' poll timeout at 60 s instead of the suite's 10 s (Spark's default is
+    # 120 s): the first reads after the restart wait for reconnections and leader elections,
+    # which on two loaded cores took more than 10 s, and a local[2] task is not retried.
     sc._conf.set("spark.streaming.kafka.maxRetries", "3")
+    sc._conf.set("spark.streaming.kafka.consumer.poll.ms", "60000")
     try:
         ssc = make_ssc(OUTAGE_BATCH)
         recording = RecordingStream(ssc, cluster, topic, unique("g"), tmp_path / "outage.db")
     finally:
         sc._conf.set("spark.streaming.kafka.maxRetries", "1")
+        sc._conf.set("spark.streaming.kafka.consumer.poll.ms", "10000")
     producer = producing(topic)
     ssc.start()
     wait_until(lambda: recording.batches_with_records >= 2, "two batches with records")
