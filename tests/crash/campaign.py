@@ -130,15 +130,31 @@ def kill_points(results: list[TrialResult], stores: list[str]) -> str:
     return "\n".join(lines)
 
 
-def report(results: list[TrialResult], stores: list[str], command: str, minutes: float) -> str:
+def shown_command(argv: list[str]) -> str:
+    """The campaign's command line without the options that only say where files go."""
+    shown, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--workdir", "--output"):
+            skip = True
+        elif not arg.startswith(("--workdir=", "--output=")):
+            shown.append(arg)
+    return " ".join(["tests.crash.campaign", *shown])
+
+
+def report(results: list[TrialResult], stores: list[str], command: str, minutes: float,
+           planned: int | None = None) -> str:
     """The results page (reStructuredText): how it was made, the table, the kill points."""
     failed = sum(not r.ok for r in results)
+    cut_short = (f" (stopped early: {len(results)} of {planned} planned trials ran)"
+                 if planned is not None and len(results) < planned else "")
     title = "Crash campaign results"
     return "\n".join([
         title, "=" * len(title), "",
         "Written by the seeded SIGKILL campaign (README, \"Crash tests\"); regenerate it with::", "",
         f"    .venv/bin/python -m {command}", "",
-        f"{len(results)} trials in {minutes:.1f} min, {failed} failed, finished "
+        f"{len(results)} trials in {minutes:.1f} min{cut_short}, {failed} failed, finished "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} cores. "
         "Transactional stores (SQLite, PostgreSQL) must show 0 lost and 0 duplicated; the others "
         "0 lost and no duplicate outside the one batch that was output but not committed at a "
@@ -202,9 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{len(results)} trials in {(time.monotonic() - began) / 60:.1f} min; {failed} failed"
           + (f" (kept in {root})" if failed else ""))
     if args.output != "-" and results:
-        argv_text = " ".join(sys.argv[1:] if argv is None else argv)
-        page = report(results, args.stores, f"tests.crash.campaign {argv_text}".strip(),
-                      (time.monotonic() - began) / 60)
+        page = report(results, args.stores, shown_command(sys.argv[1:] if argv is None else list(argv)),
+                      (time.monotonic() - began) / 60, planned=len(specs))
         Path(args.output).write_text(page, encoding="utf-8")
         print(f"results page written to {args.output}")
     if all(r.ok for r in results) and not args.workdir:

@@ -48,3 +48,12 @@ def test_the_results_page_counts_each_killed_run_by_how_it_was_ended() -> None:
     assert "sqlite: mid-output 2, timed-output 1" in page
     assert "kafka: no kills" in page
     assert "    .venv/bin/python -m tests.crash.campaign --stores sqlite,kafka" in page
+
+
+def test_the_results_page_shows_the_command_without_file_locations_and_says_when_cut_short() -> None:
+    from tests.crash.campaign import report, shown_command
+
+    command = shown_command(["--trials", "50", "--workdir", "/tmp/w", "--output=/tmp/p.rst", "--seed", "1"])
+    assert command == "tests.crash.campaign --trials 50 --seed 1"
+    page = report([TrialResult(TrialSpec("sqlite", 1))], ["sqlite"], command, 2.0, planned=300)
+    assert "1 trials in 2.0 min (stopped early: 1 of 300 planned trials ran)" in page
