@@ -81,14 +81,15 @@ class GroupCommitter:
         if bound is not None and getattr(bound, "config", {}).get("group_id") == group_id:
             from kafka.errors import RebalanceInProgressError
 
+            kafka_offsets = {_ktp(tp): oam for tp, oam in offsets.items()}
             with self._bound_lock or contextlib.nullcontext():
                 try:
-                    bound.commit({_ktp(tp): oam for tp, oam in offsets.items()}, timeout_ms=timeout_ms)
+                    bound.commit(kafka_offsets, timeout_ms=timeout_ms)
                 except RebalanceInProgressError:
                     # A member commits only in a stable generation: finish the rebalance
                     # (without fetching records) and commit once more.
                     _kafka_internals.finish_rejoin(bound, timeout_ms)
-                    bound.commit({_ktp(tp): oam for tp, oam in offsets.items()}, timeout_ms=timeout_ms)
+                    bound.commit(kafka_offsets, timeout_ms=timeout_ms)
             return
         consumer = self._owned.get(group_id)
         if consumer is None:
