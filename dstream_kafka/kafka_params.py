@@ -40,6 +40,7 @@ __all__ = [
     "DEFAULT_API_TIMEOUT_MS",
     "DESERIALIZER_CLASSES",
     "EXECUTOR_GROUP_PREFIX",
+    "JAVA_RECONNECT_BACKOFF_MAX_MS",
     "REDACTED",
     "bootstrap_errors",
     "bootstrap_failure",
@@ -60,6 +61,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: Java's ``reconnect.backoff.max.ms`` default, given to every client unless kafkaParams set it.
+#: kafka-python's own default is 30000: after a broker restart its clients could wait up to
+#: 30 s more before they try it again, which alone can exceed a stream's look-up retry bound.
+JAVA_RECONNECT_BACKOFF_MAX_MS = 1000
 #: Prefix Spark puts before the user's group id for executor consumers.
 EXECUTOR_GROUP_PREFIX = "spark-executor-"
 _MIN_RECEIVE_BUFFER = 65536  # KAFKA-3135
@@ -214,6 +219,7 @@ def consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
     string values are converted to the type kafka-python expects (``"false"`` to ``False``,
     ``"65536"`` to ``65536``); deserializers are checked with :func:`validate_deserializer`.
     Java-only settings without a Python meaning are dropped with a warning.
+    ``reconnect.backoff.max.ms`` is Java's 1000 unless given (kafka-python's default is 30000).
 
     Raises
     ------
@@ -260,6 +266,7 @@ def consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
             out[name] = _coerce(name, key, value, defaults)
     for name, value in security_config(kafkaParams).items():
         out.setdefault(name, value)  # an explicit kafka-python spelling wins
+    out.setdefault("reconnect_backoff_max_ms", JAVA_RECONNECT_BACKOFF_MAX_MS)
     return out
 
 

@@ -15,6 +15,7 @@ with warnings.catch_warnings():
 
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.kafka_params import (
+    JAVA_RECONNECT_BACKOFF_MAX_MS,
     REDACTED,
     consumer_config,
     driver_consumer_config,
@@ -26,6 +27,9 @@ from dstream_kafka.kafka_params import (
     utf8_decoder,
     validate_deserializer,
 )
+
+#: what consumer_config adds to every translation (Java's default, not kafka-python's)
+JAVA = {"reconnect_backoff_max_ms": JAVA_RECONNECT_BACKOFF_MAX_MS}
 
 SER = "org.apache.kafka.common.serialization."
 JAAS = (
@@ -48,12 +52,13 @@ def test_java_names_become_kafka_python_keyword_arguments():
         "group_id": "g",
         "max_poll_records": 100,
         "isolation_level": "read_committed",
+        **JAVA,
     }
 
 
 def test_kafka_python_names_pass_through_and_may_be_mixed_with_java_names():
     config = consumer_config({"bootstrap_servers": "h:9092", "fetch.min.bytes": 10})
-    assert config == {"bootstrap_servers": "h:9092", "fetch_min_bytes": 10}
+    assert config == {"bootstrap_servers": "h:9092", "fetch_min_bytes": 10, **JAVA}
 
 
 def test_string_booleans_and_numbers_are_converted():
@@ -64,7 +69,16 @@ def test_string_booleans_and_numbers_are_converted():
         "enable_auto_commit": False,
         "check_crcs": True,
         "receive_buffer_bytes": 131072,
+        **JAVA,
     }
+
+
+def test_clients_retry_a_down_broker_within_java_s_reconnect_backoff_unless_told_otherwise():
+    assert consumer_config({"bootstrap.servers": "h:1"})["reconnect_backoff_max_ms"] == 1000
+    given = {"bootstrap.servers": "h:1", "reconnect.backoff.max.ms": "30000"}
+    assert consumer_config(given)["reconnect_backoff_max_ms"] == 30000
+    given = {"bootstrap.servers": "h:1", "reconnect_backoff_max_ms": 5000}
+    assert consumer_config(given)["reconnect_backoff_max_ms"] == 5000
 
 
 def test_badly_typed_value_names_the_parameter():
@@ -81,13 +95,13 @@ def test_unknown_parameter_is_rejected_with_the_closest_name():
 
 
 def test_metadata_broker_list_from_kafka_08_programs_means_bootstrap_servers():
-    assert consumer_config({"metadata.broker.list": "h:9092"}) == {"bootstrap_servers": "h:9092"}
+    assert consumer_config({"metadata.broker.list": "h:9092"}) == {"bootstrap_servers": "h:9092", **JAVA}
 
 
 def test_java_only_parameters_are_dropped_with_a_warning(caplog):
     with caplog.at_level(logging.WARNING, logger="dstream_kafka.kafka_params"):
         config = consumer_config({"default.api.timeout.ms": "1000", "bootstrap.servers": "h:1"})
-    assert config == {"bootstrap_servers": "h:1"}
+    assert config == {"bootstrap_servers": "h:1", **JAVA}
     assert "default.api.timeout.ms" in caplog.text
 
 

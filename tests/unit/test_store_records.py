@@ -104,7 +104,7 @@ def test_kafka_params_become_kafka_python_arguments():
                                   "key.deserializer": "org.apache.kafka.common.serialization.StringDeserializer",
                                   "enable.auto.commit": "false"})
     assert config == {"bootstrap_servers": "h:1", "group_id": "g", "sasl_plain_password": "s",
-                      "enable_auto_commit": False}
+                      "enable_auto_commit": False, "reconnect_backoff_max_ms": 1000}
     with pytest.raises(ConfigurationError, match="not.a.setting"):
         kafka_client_config({"bootstrap.servers": "h:1", "not.a.setting": 1})
     assert "group_id" not in kafka_client_config({"bootstrap.servers": "h:1", "group.id": "g"}, "admin")
