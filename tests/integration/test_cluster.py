@@ -82,6 +82,7 @@ def test_a_stream_on_one_core_executors_never_recreates_or_seeks_its_consumers(
     assert len({pid for b in batches for pid in b["workers"]}) == 2
 
 
+@pytest.mark.slow  # a driver program, a killed worker and its replacement: about 33 s
 def test_a_killed_executor_loses_no_records_and_the_stream_goes_on(kafka, unique, tmp_path):
     topic = unique("kill")
     kafka.create_topic(topic, partitions=4)

@@ -24,6 +24,9 @@ from tests.crash.harness import Services, TrialSpec, run_trial  # noqa: E402
 
 from support import wait_until  # noqa: E402
 
+# each trial starts, SIGKILLs and restarts a driver program three times: about 35 s
+pytestmark = pytest.mark.slow
+
 #: Seed of the random kills (the campaign uses "<seed>-<trial>").
 SEED = "ci-1"
 

@@ -344,11 +344,13 @@ def _restart(kafka: Any, down_s: float) -> None:
     kafka.start_broker(node)
 
 
-def _stored_stream(kafka: Any, make_ssc: Any, topic: str, group: str, db: str) -> tuple[Any, list[str]]:
+def _stored_stream(kafka: Any, make_ssc: Any, topic: str, group: str, db: str,
+                   **extra: Any) -> tuple[Any, list[str]]:
     return _running(kafka, make_ssc, ConsumerStrategies.Subscribe(
-        [topic], _params(kafka.bootstrap_servers, group)), offsetStore=OffsetStores.sqlite(db))
+        [topic], _params(kafka.bootstrap_servers, group, **extra)), offsetStore=OffsetStores.sqlite(db))
 
 
+@pytest.mark.slow  # its own broker, killed for 15 s: about 45 s
 def test_a_stream_rides_out_a_broker_restart_within_its_retry_bounds(
         own_kafka, make_ssc, unique, spark_conf, tmp_path) -> None:
     topic, group = unique("t"), unique("g")
@@ -385,6 +387,7 @@ def test_a_broker_down_longer_than_the_bounds_fails_the_stream_naming_the_broker
         ssc.awaitTermination(timeout=60)
 
 
+@pytest.mark.slow  # its own broker, killed and restarted, and a group session: about 35 s
 def test_a_stream_restarted_in_the_same_process_after_a_broker_restart_reads_the_pending_records(
         own_kafka, make_ssc, unique, spark_conf, tmp_path) -> None:
     topic, group = unique("t"), unique("g")
@@ -393,7 +396,12 @@ def test_a_stream_restarted_in_the_same_process_after_a_broker_restart_reads_the
     db = str(tmp_path / "o.db")
     spark_conf("spark.streaming.kafka.lookupTimeout", "2s")
     spark_conf("spark.streaming.kafka.maxRetries", "0")
-    first, seen = _stored_stream(own_kafka, make_ssc, topic, group, db)
+    # The first stream's member cannot leave the group while the broker is down, so the second
+    # stream's join waits out its session: the broker's minimum of 6 s, not the 45 s default.
+    session = {"session.timeout.ms": 6000}
+    # The executors' first fetch may meet the restarted broker still loading its partition.
+    spark_conf("spark.streaming.kafka.consumer.poll.ms", "60000")
+    first, seen = _stored_stream(own_kafka, make_ssc, topic, group, db, **session)
     wait_until(lambda: len(seen) == 10, "the first 10 records")
     (node,) = own_kafka.node_ids
     own_kafka.stop_broker(node, kill=True)
@@ -401,7 +409,7 @@ def test_a_stream_restarted_in_the_same_process_after_a_broker_restart_reads_the
         first.awaitTermination(timeout=60)
     own_kafka.start_broker(node)
     own_kafka.produce(topic, [(None, f"b{i}".encode()) for i in range(50)])
-    second, again = _stored_stream(own_kafka, make_ssc, topic, group, db)
+    second, again = _stored_stream(own_kafka, make_ssc, topic, group, db, **session)
     wait_until(lambda: len(again) >= 50 or second.getState() == "STOPPED", "the 50 pending records")
     second.awaitTerminationOrTimeout(0)
     assert sorted(again) == sorted(f"b{i}" for i in range(50))

@@ -251,6 +251,7 @@ def test_a_stream_keeps_going_after_one_broker_stops_for_good(
     finish_and_check(cluster, producer, recording, ssc, topic)
 
 
+@pytest.mark.slow  # a 30 s outage, the brokers' restart and the backlog: 90-155 s
 def test_a_stream_rides_out_a_30_second_outage_of_the_whole_cluster_within_its_bounds(
         cluster: KafkaCluster, topic: str, make_ssc: Callable[..., StreamingContext],
         unique: Callable[[str], str], producing: Callable[[str], AckedProducer],

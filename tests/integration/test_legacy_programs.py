@@ -21,6 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
+import pytest
+
 from dstream_kafka.services.spark import LOW_OVERHEAD_SETTINGS
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "legacy_programs"
@@ -138,6 +140,7 @@ def test_direct_kafka_wordcount_prints_the_word_counts_of_each_batch(kafka, uniq
     assert all((b - a).total_seconds() % 2 == 0 for a, b in zip(times, times[1:]))
 
 
+@pytest.mark.slow  # two runs of a checkpointed driver program: about 38 s
 def test_stateful_wordcount_continues_its_running_counts_after_a_restart(kafka, unique, tmp_path):
     topic = unique("words")
     checkpoint = str(tmp_path / "checkpoint")

@@ -81,6 +81,7 @@ def _raised(action) -> str:
     raise AssertionError("expected the action to fail")
 
 
+@pytest.mark.slow  # a secured stream, failing reads, the CLI and a checkpoint: about 95 s
 def test_no_secret_reaches_logs_errors_progress_stores_cli_metrics_or_job_descriptions(
         sc, secured_kafka, unique, make_ssc, tmp_path, debug_logs, spark_keys):
     security = secured_kafka.security
