@@ -326,7 +326,9 @@ def overhead_cap_seconds(batch_seconds: float, planned_batches: int) -> float:
 
 
 def stream_overhead(sc: Any, bootstrap: str, topic: str, partitions: list[int], batch_seconds: float,
-                    output: str, batches: int, warmup: int = 2, timeout: float = 300.0) -> dict[str, Any]:
+                    output: str, batches: int, warmup: int = 2, timeout: float = 300.0, *,
+                    make_stream: Callable[[Any, str], Any] | None = None,
+                    probe: Callable[[], dict[str, float]] | None = None) -> dict[str, Any]:
     """Run a direct stream over an idle topic for ``warmup + batches`` batches; time every phase.
 
     Each batch yields a row of milliseconds: ``plan`` (BatchProgress.planMs: latest offsets, rate
@@ -339,6 +341,9 @@ def stream_overhead(sc: Any, bootstrap: str, topic: str, partitions: list[int], 
     commit, the batch's own cost without waiting. ``plan_offsets``/``plan_rdd`` split the plan
     (:class:`_PlanTimer`). A stream that falls behind stops once :func:`overhead_cap_seconds`
     have passed and :data:`MIN_CAPPED_BATCHES` batches are measured (``capped``).
+
+    ``make_stream(ssc, group)`` replaces the default stream (``Assign`` of ``partitions`` of
+    ``topic`` from offset 0); ``probe()`` adds its figures to every batch's row.
     """
     from dstream_kafka.streaming import datetime_to_ms
     from dstream_kafka.streaming.context import StreamingContext
@@ -347,7 +352,8 @@ def stream_overhead(sc: Any, bootstrap: str, topic: str, partitions: list[int], 
         raise ValueError(f"unknown output {output!r}; choose from {', '.join(OVERHEAD_OUTPUTS)}")
     ssc = StreamingContext(sc, batch_seconds)
     group = f"bench-overhead-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    stream = create_direct_stream(ssc, bootstrap, topic, {p: 0 for p in partitions}, group)
+    stream = (make_stream(ssc, group) if make_stream is not None
+              else create_direct_stream(ssc, bootstrap, topic, {p: 0 for p in partitions}, group))
     plan_timer = _PlanTimer(stream)
     tracker = CacheTracker()
     jobs: dict[int, dict[str, float]] = {}
@@ -388,6 +394,8 @@ def stream_overhead(sc: Any, bootstrap: str, topic: str, partitions: list[int], 
         if None not in known:
             row["other"] = row["total"] - sum(known)
         row["work"] = work_ms(row)
+        if probe is not None:
+            row.update(probe())
         rows.append(row)
         if len(rows) >= warmup + MIN_CAPPED_BATCHES:
             enough.set()

@@ -8,7 +8,9 @@ Order of a run:
    topic for ``overhead``, an empty topic for ``steady``, whose runs start their own producer
    per rate step (:mod:`benchmarks.steady`), ``--eo-batches`` x 1,000 records for
    ``exactly-once``, one topic per partition count for ``partitions``, which runs as
-   sub-workloads ``partitions-p<N>``); start PostgreSQL, ZooKeeper and HBase for ``exactly-once``;
+   sub-workloads ``partitions-p<N>``, idle topics for ``planning``: one per partition count and
+   ``--planning-topics`` more for its pattern); start PostgreSQL, ZooKeeper and HBase for
+   ``exactly-once``;
 3. prepare the JVM contenders (resolve connector jars, compile ``DStreamDrain.java``) outside
    any timed region;
 4. for every workload, run ``warmup + repetitions`` rounds; each round runs every selected
@@ -37,6 +39,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from benchmarks.adapter_planning import PLANNING_PREFIX, planning_configs
 from benchmarks.broker import TopicInfo, fill_topic, start_broker
 from benchmarks.contenders import (
     CLUSTER_SUFFIX,
@@ -57,11 +60,12 @@ __all__ = ["main", "parse_args", "expand_plan", "workload_options", "rounds_for"
 _REPO = Path(__file__).resolve().parents[1]
 QUICK = {"records": 200_000, "repetitions": 1, "warmup": 0, "overhead_seconds": 2.0,
          "min_batches": 5, "outputs": "count,job", "eo_batches": 20, "partition_counts": "1,16",
-         "rates": "10000,50000", "steady_seconds": 8.0}
+         "rates": "10000,50000", "steady_seconds": 8.0, "planning_partitions": "1,64,1000",
+         "planning_topics": 10, "planning_batches": 5}
 #: Batches excluded at the start of every latency configuration (consumer creation, first job).
 LATENCY_WARMUP_BATCHES = 2
 #: Workloads whose runs pool many batches and drop their own warm-up: ``--batch-repetitions``.
-BATCH_WORKLOADS = ("overhead", "steady", "exactly-once")
+BATCH_WORKLOADS = ("overhead", "steady", "exactly-once", "planning")
 #: Steady workload: seconds of the warm-up step at the first rate that every run starts with.
 STEADY_WARMUP_SECONDS = 4.0
 
@@ -107,6 +111,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="steady: seconds the producer writes per rate step (20)")
     p.add_argument("--steady-interval", type=float, default=1.0,
                    help="steady: batch interval / trigger of every contender, seconds (1)")
+    p.add_argument("--planning-partitions", default="1,16,64,256,1000",
+                   help="planning: partition counts of its one-topic streams (1,16,64,256,1000)")
+    p.add_argument("--planning-topics", type=int, default=50,
+                   help="planning: topics of its SubscribePattern stream (50; 0: none)")
+    p.add_argument("--planning-topic-partitions", type=int, default=4,
+                   help="planning: partitions of each of those topics (4)")
+    p.add_argument("--planning-interval", type=float, default=0.5,
+                   help="planning: batch interval in seconds (0.5)")
+    p.add_argument("--planning-batches", type=int, default=20,
+                   help="planning: measured batches per configuration (20)")
     p.add_argument("--batch-repetitions", type=int, default=1,
                    help="overhead, steady, exactly-once: measured rounds and no warm-up round "
                         "(every run drops its own warm-up batches or step and pools many "
@@ -134,8 +148,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.intervals = [float(x) for x in args.intervals.split(",") if x]
         args.partition_counts = [int(x) for x in str(args.partition_counts).split(",") if x]
         args.rates = [int(float(x)) for x in str(args.rates).split(",") if x]
+        args.planning_partitions = [int(x) for x in str(args.planning_partitions).split(",") if x]
     except ValueError as exc:
-        p.error(f"--intervals / --partition-counts / --rates: {exc}")
+        p.error(f"--intervals / --partition-counts / --rates / --planning-partitions: {exc}")
+    if (not args.planning_partitions or min(args.planning_partitions) < 1 or args.planning_topics < 0
+            or args.planning_topic_partitions < 1 or args.planning_interval <= 0
+            or args.planning_batches < 1):
+        p.error("--planning-partitions needs counts >= 1, --planning-topics >= 0, "
+                "--planning-topic-partitions and --planning-batches >= 1, --planning-interval > 0")
     if not args.rates or min(args.rates) <= 0:
         p.error("--rates needs positive records/s")
     if args.steady_seconds <= 0 or args.steady_interval <= 0 or args.batch_repetitions < 1:
@@ -389,6 +409,10 @@ def workload_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         "exactly-once": {"eo_variants": args.eo_stores, "eo_batches": args.eo_batches,
                          "eo_records_per_partition": EO_RECORDS_PER_PARTITION,
                          "eo_batch_seconds": EO_BATCH_SECONDS, "warmup_batches": LATENCY_WARMUP_BATCHES},
+        "planning": {"configs": planning_configs(args.planning_partitions, args.planning_topics,
+                                                 args.planning_topic_partitions),
+                     "interval": args.planning_interval, "batches": args.planning_batches,
+                     "warmup_batches": LATENCY_WARMUP_BATCHES},
     }
 
 
@@ -400,6 +424,15 @@ def _prepare_topic(cluster: Any, workload: str, args: argparse.Namespace, workdi
         ends = {int(p): int(o) for p, o in cluster.end_offsets(name).items()}
         return TopicInfo(name=name, partitions=args.partitions, records=0,
                          value_bytes=args.value_bytes, kind="bytes", end_offsets=ends)
+    if workload == "planning":  # idle topics: the workload measures the driver's planning only
+        configs = planning_configs(args.planning_partitions, args.planning_topics,
+                                   args.planning_topic_partitions)
+        topics = {t: n for c in configs.values() for t, n in c["topics"].items()}
+        for name, partitions in topics.items():
+            cluster.create_topic(name, partitions=partitions, replication_factor=1)
+        return TopicInfo(name=f"{PLANNING_PREFIX}-* ({len(topics)} topics)",
+                         partitions=sum(topics.values()), records=0, value_bytes=args.value_bytes,
+                         kind="bytes", end_offsets={})
     if workload == "exactly-once":
         records = args.eo_batches * EO_RECORDS_PER_PARTITION * args.partitions
         return fill_topic(cluster, f"bench-exactly-once-p{args.partitions}", args.partitions, records,
@@ -475,7 +508,7 @@ def _status(rec: dict[str, Any]) -> str:
         if data.get("error"):
             parts.append(f"{config} FAILED")
             continue
-        key = "total" if rec["workload"] == "overhead" else "store_cost"
+        key = {"overhead": "total", "planning": "plan"}.get(rec["workload"], "store_cost")
         vals = sorted(r[key] for r in data.get("rows") or [] if r.get(key) is not None)
         if vals:
             parts.append(f"{config} {key} p50 {vals[len(vals) // 2]:.1f} ms")
@@ -512,6 +545,13 @@ def main(argv: list[str] | None = None) -> int:
         described["exactly-once"] = (f"{args.eo_batches} batches x "
                                      f"{EO_RECORDS_PER_PARTITION * args.partitions:,} records per store, "
                                      f"{EO_BATCH_SECONDS:g} s interval, stores {','.join(args.eo_stores)}")
+    if "planning" in plan:
+        described["planning"] = (
+            f"one Subscribe stream per partition count {','.join(map(str, args.planning_partitions))}"
+            + (f" and one SubscribePattern stream over {args.planning_topics} topics x "
+               f"{args.planning_topic_partitions} partitions" if args.planning_topics else "")
+            + f"; {args.planning_batches} batches of {args.planning_interval:g} s after "
+              f"{LATENCY_WARMUP_BATCHES} warm-up batches, output count + commitAsync")
     if any(w.startswith("partitions-p") for w in plan):
         described["partition counts"] = ",".join(map(str, args.partition_counts))
     if "steady" in plan:

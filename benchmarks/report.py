@@ -5,7 +5,7 @@ median of B, and ``paired`` gives the range of the per-round ratios A_i / B_i (r
 contenders, ABCABC, so round i of A and B ran minutes apart under the same conditions). Warm-up
 runs and failed runs never enter a statistic.
 
-Latency workloads (``overhead``, ``exactly-once``) report one row of milliseconds per batch and
+Latency workloads (``overhead``, ``exactly-once``, ``planning``) report one row of milliseconds per batch and
 phase for each configuration of a run (``run["latency"][config]["rows"]``, warm-up batches kept
 apart); :func:`summarize_latency` pools the rows of the measured runs and gives p50/p99 per
 phase. The ``partitions`` workload runs as sub-workloads ``partitions-p<N>`` (a drain on an
@@ -14,6 +14,7 @@ N-partition topic) and is shown as one table across N.
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any, Iterable, Sequence
 
@@ -24,7 +25,8 @@ __all__ = ["median_spread", "summarize", "ratio", "paired_ratios", "GOALS", "che
            "markdown_report", "RATIO_BASELINES", "percentile", "latency_stats", "summarize_latency",
            "check_latency_goals", "check_steady_state", "all_goals", "partition_counts_of",
            "check_partition_goals", "PARTITION_GOALS",
-           "LATENCY_PHASES", "OVERHEAD_GOAL_MS", "EXACTLY_ONCE_GOAL_MS"]
+           "LATENCY_PHASES", "OVERHEAD_GOAL_MS", "EXACTLY_ONCE_GOAL_MS", "PLANNING_GOAL_MS",
+           "check_planning_goals", "growth_exponent"]
 
 #: Metrics summarized per (workload, contender); higher is better only for the first two.
 METRICS = ("records_per_s", "mb_per_s", "cpu_s_per_million", "peak_rss_driver_mb",
@@ -43,11 +45,17 @@ LATENCY_PHASES = {
                  "job_return", "output", "commit", "other", "work", "total"),
     "exactly-once": ("plan", "job", "user_writes", "plain_tx", "tx_open", "tx_close", "store_plan",
                      "store_commit", "commit", "store_cost", "eo_extra"),
+    "planning": ("plan", "plan_offsets", "plan_rdd", "commit", "total"),
 }
+#: Memory and connection figures of the planning rows (p50 shown).
+PLANNING_RESOURCES = (("driver_py_mb", "driver Python MiB"), ("driver_jvm_mb", "driver JVM MiB"),
+                      ("workers_mb", "Python workers MiB"), ("driver_tcp", "driver TCP connections"))
 
 #: The issue's latency goals (milliseconds, p50).
 OVERHEAD_GOAL_MS = 60.0
 EXACTLY_ONCE_GOAL_MS = 5.0
+#: Planning: p50 per batch at the largest partition count (1,000 by default).
+PLANNING_GOAL_MS = 50.0
 
 #: The issue's throughput goals: (workload, contender, baseline, minimum ratio, label). A drain
 #: is compared with the raw client loop of the *same* backend: dk-* read with kafka-python,
@@ -69,7 +77,7 @@ GOALS = (
 #: The drain goals checked again at every partition count of the ``partitions`` workload.
 PARTITION_GOALS = tuple(g for g in GOALS if g[0] == "drain" and g[1].startswith("dk-rdd"))
 #: Workloads in report order (goal lines are grouped by it).
-WORKLOAD_ORDER = ("drain", "json", "overhead", "steady", "exactly-once", "partitions")
+WORKLOAD_ORDER = ("drain", "json", "overhead", "steady", "exactly-once", "partitions", "planning")
 
 
 def median_spread(values: Sequence[float]) -> dict[str, float | int | None]:
@@ -231,6 +239,8 @@ def markdown_report(runs: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str
         lines += steady_lines(steady, meta.get("steady_interval"))
     if latency.get("exactly-once"):
         lines += _exactly_once_lines(latency["exactly-once"])
+    if latency.get("planning"):
+        lines += _planning_lines(latency["planning"])
     goals = all_goals(runs)
     if goals:
         lines += ["## Goals", "", "Checked by the harness, never asserted by a test. not measured: one "
@@ -371,6 +381,7 @@ def check_latency_goals(latency: dict[str, Any]) -> list[dict[str, Any]]:
                      "limit": OVERHEAD_GOAL_MS,
                      "measured": f"p50 total ms per interval: {per_interval} (worst at {interval:g} s)",
                      "met": worst <= OVERHEAD_GOAL_MS})
+    rows += check_planning_goals(latency)
     entry = (latency.get("exactly-once", {}).get("dk-stream") or {}).get("postgres-tx")
     if entry is not None and _p50(entry, "store_cost") is not None:
         value = _p50(entry, "store_cost")
@@ -381,6 +392,79 @@ def check_latency_goals(latency: dict[str, Any]) -> list[dict[str, Any]]:
                      "limit": EXACTLY_ONCE_GOAL_MS, "measured": f"{value:.2f} ms (p99 {p99:.2f} ms)",
                      "met": value <= EXACTLY_ONCE_GOAL_MS})
     return rows
+
+
+def _planning_points(latency: dict[str, Any]) -> list[tuple[int, float, str]]:
+    """``(partitions, plan p50, config)`` of dk-stream's one-topic planning configurations."""
+    points = []
+    for config, entry in (latency.get("planning", {}).get("dk-stream") or {}).items():
+        params, value = entry.get("params", {}), _p50(entry, "plan")
+        if value is not None and params.get("strategy") == "Subscribe" and params.get("partitions"):
+            points.append((int(params["partitions"]), value, config))
+    return sorted(points)
+
+
+def growth_exponent(points: Sequence[tuple[int, float]]) -> float | None:
+    """The exponent k of ``plan ~ partitions ** k`` from the smallest to the largest count:
+    below 1 the planning grows sub-linearly. None with fewer than two counts or a zero time."""
+    if len(points) < 2 or points[0][0] == points[-1][0] or min(points[0][1], points[-1][1]) <= 0:
+        return None
+    (n0, t0), (n1, t1) = points[0][:2], points[-1][:2]
+    return math.log(t1 / t0) / math.log(n1 / n0)
+
+
+def check_planning_goals(latency: dict[str, Any]) -> list[dict[str, Any]]:
+    """The planning goals: p50 planning per batch <= 50 ms at the largest partition count, and
+    growth below linear from the smallest count to the largest."""
+    points = _planning_points(latency)
+    if not points:
+        return []
+    shown = ", ".join(f"{n:,}: {v:.1f}" for n, v, _ in points)
+    largest, value, _ = points[-1]
+    rows = [{"goal": f"planning p50 <= {PLANNING_GOAL_MS:.0f} ms per batch at {largest:,} partitions "
+                     "(dk-stream, Subscribe)", "workload": "planning", "contender": "dk-stream",
+             "value": value, "limit": PLANNING_GOAL_MS,
+             "measured": f"p50 plan ms by partitions: {shown}", "met": value <= PLANNING_GOAL_MS}]
+    k = growth_exponent([(n, v) for n, v, _ in points])
+    if k is not None:
+        rows.append({"goal": "planning grows sub-linearly with partitions (plan ~ partitions^k, k < 1, "
+                             f"{points[0][0]:,} to {largest:,})", "workload": "planning",
+                     "contender": "dk-stream", "value": k, "limit": 1.0,
+                     "measured": f"k = {k:.2f} ({points[-1][1] / points[0][1]:.1f}x the time for "
+                                 f"{largest / points[0][0]:,.0f}x the partitions)", "met": k < 1.0})
+    return rows
+
+
+def _planning_lines(latency: dict[str, Any]) -> list[str]:
+    phases = LATENCY_PHASES["planning"]
+    lines = ["## Workload: planning (the driver's work per batch, ms: p50 / p99)", "",
+             "One direct stream per configuration over idle topics: Subscribe to one topic of N "
+             "partitions, or SubscribePattern over many topics. plan = planMs (latest offsets of "
+             "every partition, rate limits, the RDD of one Spark partition per Kafka partition); "
+             "plan_offsets = the latest-offset look-up within it, plan_rdd = the RDD's creation; "
+             "commit = commitMs (commitAsync of every range); total = batch time to the batch's "
+             "progress report. Memory and connections: p50 of one sample per batch.", ""]
+    head = ["contender", "config", "strategy", "topics", "partitions", "batches", *phases,
+            *[label for _, label in PLANNING_RESOURCES]]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for contender in sorted(latency):
+        configs = latency[contender]
+        for config in sorted(configs, key=lambda k: (configs[k]["params"].get("strategy", ""),
+                                                     configs[k]["params"].get("partitions", 0))):
+            entry = configs[config]
+            params = entry.get("params", {})
+            if entry.get("errors") and not entry.get("batches"):
+                lines.append(f"| {contender} | {config} | FAILED: "
+                             f"{str(entry['errors'][0]).splitlines()[0][:160]} |")
+                continue
+            cells = [contender, config, str(params.get("strategy", "–")), str(params.get("topics", "–")),
+                     f"{params.get('partitions', 0):,}",
+                     str(entry.get("batches", 0)) + (" (capped)" if entry.get("capped") else ""),
+                     *[_cell(entry, ph) for ph in phases],
+                     *[_fmt(_p50(entry, key), 0) for key, _ in PLANNING_RESOURCES]]
+            lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
 
 
 def _cache_summaries(runs: Sequence[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:

@@ -25,10 +25,12 @@ WORKLOADS = {
     "steady": "4. steady producer rate steps: end-to-end latency p50/p99 and the highest rate held",
     "exactly-once": "5. offset store cost per batch: PostgreSQL exactly-once sink and the other stores",
     "partitions": "6. drain throughput at 1, 2, 4, 8 and 16 partitions",
+    "planning": "7. the driver's planning per batch at 1-1,000 partitions and over 50 topics "
+                "(SubscribePattern): latest offsets, RDD creation, commitAsync",
 }
 
 #: Workloads whose runs report per-batch latencies (milliseconds per phase), not throughput.
-LATENCY_WORKLOADS = ("overhead", "exactly-once")
+LATENCY_WORKLOADS = ("overhead", "exactly-once", "planning")
 #: Exactly-once workload: batch interval and records per partition per batch (1,000 over 4).
 EO_BATCH_SECONDS = 0.5
 EO_RECORDS_PER_PARTITION = 250
@@ -50,11 +52,13 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in [
               "dstream_kafka KafkaUtils.createRDD over the whole topic, mapPartitions"),
     Contender("dk-rdd-fast", "dstream_kafka", ("drain", "json", "partitions"), "python",
               "dk-rdd with spark.streaming.kafka.consumer.backend=confluent-kafka"),
-    Contender("dk-stream", "dstream_kafka", ("drain", "json", "overhead", "steady", "exactly-once"),
+    Contender("dk-stream", "dstream_kafka", ("drain", "json", "overhead", "steady", "exactly-once",
+                                             "planning"),
               "python",
               "dstream_kafka direct stream, ~10 batches (maxRatePerPartition), foreachRDD; "
               "overhead: empty batches per interval and output; steady: one stream through the "
-              "rate steps, commitAsync; exactly-once: one stream per store"),
+              "rate steps, commitAsync; exactly-once: one stream per store; planning: one "
+              "stream per partition count and one over 50 topics"),
     Contender("dk-stream-fast", "dstream_kafka", ("drain", "json", "steady"), "python",
               "dk-stream with spark.streaming.kafka.consumer.backend=confluent-kafka"),
     Contender("dk-stream-cluster", "dstream_kafka", ("steady",), "python",

@@ -259,6 +259,23 @@ def _dk_overhead(sc: Any, spec: dict[str, Any]) -> dict[str, Any]:
     return {"records": 0, "latency": latency}
 
 
+def _dk_planning(sc: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """dstream_kafka's direct stream over the idle planning topics: one stream per configuration."""
+    from benchmarks.adapter_planning import stream_planning
+
+    opts = spec["options"]
+    latency: dict[str, Any] = {}
+    for name, config in opts["configs"].items():
+        try:
+            latency[name] = stream_planning(sc, spec["bootstrap"], config, opts["interval"],
+                                            opts["batches"], opts["warmup_batches"],
+                                            timeout=opts.get("config_timeout", 300.0))
+        except Exception as exc:  # one failed configuration does not hide the others
+            latency[name] = {"params": {"partitions": config["partitions"]},
+                             "error": f"{type(exc).__name__}: {exc}"}
+    return {"records": 0, "latency": latency}
+
+
 def _dk_exactly_once(sc: Any, spec: dict[str, Any], workdir: str) -> dict[str, Any]:
     """One direct stream per offset store variant over the whole topic (1,000 records a batch)."""
     from pathlib import Path
@@ -380,6 +397,8 @@ def run_pyspark(spec: dict[str, Any]) -> dict[str, Any]:
         cpu0, t0 = tree_cpu_seconds(), time.perf_counter()
         if workload == "overhead" and name == "dk-stream":
             out = _dk_overhead(spark.sparkContext, spec)
+        elif workload == "planning" and name == "dk-stream":
+            out = _dk_planning(spark.sparkContext, spec)
         elif workload == "overhead" and name == "ss-stream":
             out = _ss_overhead(spark, spec, workdir)
         elif workload == "exactly-once" and name == "ss-stream":
