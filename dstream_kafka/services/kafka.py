@@ -70,8 +70,9 @@ def _kafka_uuid() -> str:
 
 class _Node:
     def __init__(self, node_id: int, root: Path, port: int, controller_port: int,
-                 secure_ports: Mapping[str, int] | None = None) -> None:
+                 secure_ports: Mapping[str, int] | None = None, host: str = "127.0.0.1") -> None:
         self.node_id = node_id
+        self.host = host
         self.dir = root / f"node-{node_id}"
         self.port = port
         self.controller_port = controller_port
@@ -103,6 +104,11 @@ class KafkaCluster(KafkaClusterClients):
         TLS material and SASL users (:mod:`dstream_kafka.services.tls`): every node then also
         opens ``SSL`` (mutual TLS), ``SASL_PLAINTEXT`` and ``SASL_SSL`` listeners with PLAIN
         and SCRAM-SHA-512; brokers and the harness clients keep talking PLAINTEXT.
+    own_hosts : bool
+        Node ``i`` listens on (and advertises) ``127.0.0.<i>`` instead of ``127.0.0.1``; every
+        ``127.x.x.x`` address is this machine's loopback on Linux. Brokers then have distinct
+        hosts, as on a real cluster, so ``PreferBrokers`` can be seen choosing executors by
+        their leader's host.
 
     Examples
     --------
@@ -113,7 +119,8 @@ class KafkaCluster(KafkaClusterClients):
 
     def __init__(self, brokers: int = 1, data_dir: str | Path | None = None, heap: str = "512m",
                  broker_config: Mapping[str, Any] | None = None,
-                 version: str = KAFKA_VERSION, security: BrokerSecurity | None = None) -> None:
+                 version: str = KAFKA_VERSION, security: BrokerSecurity | None = None,
+                 own_hosts: bool = False) -> None:
         if brokers < 1:
             raise ValueError(f"brokers must be at least 1, got {brokers}")
         super().__init__()  # the cached admin client and producer
@@ -122,6 +129,7 @@ class KafkaCluster(KafkaClusterClients):
         self.version = version
         self.extra_config = dict(broker_config or {})
         self.security = security
+        self.own_hosts = own_hosts
         self._keep_data = data_dir is not None
         self._data_dir = Path(data_dir).resolve() if data_dir is not None else None
         self._nodes: list[_Node] = []
@@ -138,17 +146,17 @@ class KafkaCluster(KafkaClusterClients):
 
     @property
     def bootstrap_servers(self) -> str:
-        """Comma-separated ``127.0.0.1:port`` of every node, running or not."""
-        return ",".join(f"127.0.0.1:{n.port}" for n in self._nodes)
+        """Comma-separated ``host:port`` of every node, running or not."""
+        return ",".join(f"{n.host}:{n.port}" for n in self._nodes)
 
     def bootstrap_servers_for(self, protocol: str) -> str:
-        """Comma-separated ``127.0.0.1:port`` of every node's listener for ``protocol``."""
+        """Comma-separated ``host:port`` of every node's listener for ``protocol``."""
         if protocol == "PLAINTEXT":
             return self.bootstrap_servers
         if self.security is None or protocol not in SECURE_PROTOCOLS:
             raise ValueError(f"this cluster has no {protocol} listener; start it with security= "
                              f"for {', '.join(SECURE_PROTOCOLS)}")
-        return ",".join(f"127.0.0.1:{n.secure_ports[protocol]}" for n in self._nodes)
+        return ",".join(f"{n.host}:{n.secure_ports[protocol]}" for n in self._nodes)
 
     def client_params(self, protocol: str, **options: Any) -> dict[str, str]:
         """Return Java-spelled ``kafkaParams`` reaching the ``protocol`` listener.
@@ -165,6 +173,10 @@ class KafkaCluster(KafkaClusterClients):
     @property
     def node_ids(self) -> list[int]:
         return [n.node_id for n in self._nodes]
+
+    def host_of(self, node_id: int) -> str:
+        """The address node ``node_id`` listens on and advertises (see ``own_hosts``)."""
+        return self._node(node_id).host
 
     def broker_pids(self) -> dict[int, int | None]:
         return {n.node_id: (n.process.pid if n.process else None) for n in self._nodes}
@@ -188,7 +200,9 @@ class KafkaCluster(KafkaClusterClients):
         layout = self._load_or_create_layout()
         self._nodes = [
             _Node(n["node_id"], self._data_dir, n["port"], n["controller_port"],
-                  n.get("secure_ports")) for n in layout["nodes"]
+                  n.get("secure_ports"),
+                  f"127.0.0.{n['node_id']}" if self.own_hosts else "127.0.0.1")
+            for n in layout["nodes"]
         ]
         for node in self._nodes:
             self._write_config(node)
@@ -237,7 +251,7 @@ class KafkaCluster(KafkaClusterClients):
         if node.process and node.process.running():
             return
         self._launch(node)
-        wait_until(lambda: port_open(node.port), timeout, f"Kafka node {node_id} to listen",
+        wait_until(lambda: port_open(node.port, node.host), timeout, f"Kafka node {node_id} to listen",
                    alive=node.process.death_note if node.process else None)
         self._wait_ready(timeout)
         # The cached admin client may still hold the cluster view (and controller) from before
@@ -290,13 +304,13 @@ class KafkaCluster(KafkaClusterClients):
         node.dir.mkdir(parents=True, exist_ok=True)
         n = len(self._nodes)
         rf = min(3, n)
-        voters = ",".join(f"{m.node_id}@127.0.0.1:{m.controller_port}" for m in self._nodes)
+        voters = ",".join(f"{m.node_id}@{m.host}:{m.controller_port}" for m in self._nodes)
         props: dict[str, Any] = {
             "process.roles": "broker,controller",
             "node.id": node.node_id,
             "controller.quorum.voters": voters,
             **listener_properties(node.port, node.controller_port,
-                                  node.secure_ports if self.security else {}),
+                                  node.secure_ports if self.security else {}, node.host),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(node.dir / "logs"),
@@ -368,7 +382,8 @@ class KafkaCluster(KafkaClusterClients):
 
     def _wait_ready(self, timeout: float) -> None:
         def all_listening() -> bool:
-            return all(port_open(n.port) for n in self._nodes if n.process and n.process.running())
+            return all(port_open(n.port, n.host) for n in self._nodes
+                       if n.process and n.process.running())
 
         def died() -> str | None:
             for n in self._nodes:

@@ -111,14 +111,14 @@ def make_pki(folder: str | Path, password: str | None = None) -> Pki:
     return Pki(root, password)
 
 
-def listener_properties(port: int, controller_port: int,
-                        secure_ports: Mapping[str, int]) -> dict[str, str]:
-    """Return a node's listener settings: PLAINTEXT on ``port``, one listener per entry of
-    ``secure_ports`` (protocol -> port, named after its protocol) and the controller's."""
+def listener_properties(port: int, controller_port: int, secure_ports: Mapping[str, int],
+                        host: str = "127.0.0.1") -> dict[str, str]:
+    """Return a node's listener settings on ``host``: PLAINTEXT on ``port``, one listener per
+    entry of ``secure_ports`` (protocol -> port, named after its protocol) and the controller's."""
     ports = {"PLAINTEXT": port, **secure_ports}
-    advertised = ",".join(f"{name}://127.0.0.1:{p}" for name, p in ports.items())
+    advertised = ",".join(f"{name}://{host}:{p}" for name, p in ports.items())
     return {
-        "listeners": f"{advertised},CONTROLLER://127.0.0.1:{controller_port}",
+        "listeners": f"{advertised},CONTROLLER://{host}:{controller_port}",
         "advertised.listeners": advertised,
         "listener.security.protocol.map": ",".join(f"{name}:{name}" for name in ports)
         + ",CONTROLLER:PLAINTEXT",

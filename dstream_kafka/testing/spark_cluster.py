@@ -16,7 +16,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from dstream_kafka.errors import ServiceError
 from dstream_kafka.services.environment import (
@@ -82,6 +82,9 @@ class SparkStandaloneCluster(LocalService):
     env : mapping, optional
         Extra environment of the workers, which their executors and Python workers inherit
         (e.g. ``PYTHONPATH`` for modules the tasks' functions come from).
+    worker_hosts : sequence of str
+        Loopback addresses the workers bind, worker ``i`` on ``worker_hosts[i % len]``
+        (``127.0.0.1`` by default); its executors report that host to the driver.
 
     Examples
     --------
@@ -90,13 +93,17 @@ class SparkStandaloneCluster(LocalService):
     """
 
     def __init__(self, workers: int = 2, cores: int = 1, memory: str = "1g",
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None,
+                 worker_hosts: Sequence[str] = ("127.0.0.1",)) -> None:
         if workers < 1 or cores < 1:
             raise ServiceError(f"a cluster needs workers >= 1 and cores >= 1, got {workers}, {cores}")
         self.workers = workers
         self.cores = cores
         self.memory = memory
         self.extra_env = dict(env or {})
+        # loopback addresses (127.x.x.x), worker i on worker_hosts[i % len]: its executors
+        # report that host, so host-based placement (PreferBrokers) has hosts to choose from
+        self.worker_hosts = tuple(worker_hosts) or ("127.0.0.1",)
         self.root = Path(tempfile.mkdtemp(prefix="dstream-kafka-spark-"))
         self.port = free_port()
         self.ui_port = free_port()
@@ -107,12 +114,12 @@ class SparkStandaloneCluster(LocalService):
     def master_url(self) -> str:
         return f"spark://127.0.0.1:{self.port}"
 
-    def _env(self) -> dict[str, str]:
+    def _env(self, host: str = "127.0.0.1") -> dict[str, str]:
         env = dict(os.environ)
         env.update({
             "SPARK_HOME": str(spark_home()),
-            "SPARK_LOCAL_IP": "127.0.0.1",
-            "SPARK_LOCAL_HOSTNAME": "127.0.0.1",
+            "SPARK_LOCAL_IP": host,
+            "SPARK_LOCAL_HOSTNAME": host,
             "PYSPARK_PYTHON": sys.executable,
             "SPARK_NO_DAEMONIZE": "1",
             # Spark's launcher builds the executor command from SPARK_HOME/jars; without a
@@ -149,14 +156,15 @@ class SparkStandaloneCluster(LocalService):
     def add_worker(self) -> int:
         """Start one more worker; return its index (for :meth:`kill_worker`)."""
         index = len(self._workers)
+        host = self.worker_hosts[index % len(self.worker_hosts)]
         work = self.root / f"worker-{index}"
         work.mkdir(parents=True, exist_ok=True)
         proc = ManagedProcess(
             f"Spark worker {index}",
-            self._java("org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+            self._java("org.apache.spark.deploy.worker.Worker", "--host", host,
                        "--webui-port", str(free_port()), "--cores", str(self.cores),
                        "--memory", self.memory, "--work-dir", str(work), self.master_url),
-            self.root / f"worker-{index}.log", env=self._env(), cwd=work)
+            self.root / f"worker-{index}.log", env=self._env(host), cwd=work)
         proc.start()
         self._workers.append(proc)
         return index

@@ -18,6 +18,11 @@ cluster scenario runs here and prints one JSON line (``RESULT {...}``) for the t
                worker and its executor) after ``kill_after`` batches with records. It stops once
                the committed offsets reach the end offsets after the producer finished.
                ``locality_wait`` sets ``spark.locality.wait``.
+``brokers``    a direct stream (1 s batches) with ``PreferBrokers`` while a producer thread writes
+               as ``stream`` does; each batch with records reports, per Kafka partition, the
+               host of the executor that ran its task (Spark's status store) and the host the
+               stream preferred, and prints ``BATCH <n>`` as it ends, so the test can stop a
+               broker mid-run. It stops like ``stream``.
 ``retry``      ``createRDD`` over ``partitions`` partitions with ``spark.task.maxFailures=4``;
                each partition's first task attempt fails halfway through its range (partition
                0: its Python worker is SIGKILLed; others: an exception, as a dropped broker
@@ -81,22 +86,28 @@ def _stages_of(tracker: Any, group: str) -> list[int]:
             for stage in tracker.getJobInfo(job).stageIds]
 
 
-def _task_executors(sc: Any, group: str, partitions: int) -> dict[int, tuple[str, str]]:
-    """``{partition index: (executor id, locality)}`` of the job group's tasks, from the status store."""
+def _successful_tasks(sc: Any, group: str, partitions: int) -> dict[int, Any]:
+    """``{partition index: TaskData}`` of the job group's successful tasks (the status store)."""
     tracker = sc.statusTracker()
     store = sc._jsc.sc().statusStore()
     deadline = time.monotonic() + 30
     while True:
-        found: dict[int, tuple[str, str]] = {}
+        found: dict[int, Any] = {}
         for stage in _stages_of(tracker, group):
             tasks = store.taskList(stage, 0, 10_000)
             for i in range(tasks.length()):
                 task = tasks.apply(i)
                 if str(task.status()) == "SUCCESS":
-                    found[int(task.index())] = (str(task.executorId()), str(task.taskLocality()))
+                    found[int(task.index())] = task
         if len(found) >= partitions or time.monotonic() > deadline:
             return found
         time.sleep(0.2)  # the status store follows the listener bus, a little behind the job
+
+
+def _task_executors(sc: Any, group: str, partitions: int) -> dict[int, tuple[str, str]]:
+    """``{partition index: (executor id, locality)}`` of the job group's tasks."""
+    return {i: (str(task.executorId()), str(task.taskLocality()))
+            for i, task in _successful_tasks(sc, group, partitions).items()}
 
 
 def placement(config: dict[str, Any]) -> dict[str, Any]:
@@ -140,9 +151,6 @@ def _values_and_stats(records: Any) -> Any:
 
 
 def stream(config: dict[str, Any]) -> dict[str, Any]:
-    from kafka import KafkaConsumer
-    from kafka import TopicPartition as KTP
-
     from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies
     from dstream_kafka.streaming.context import StreamingContext
 
@@ -179,6 +187,17 @@ def stream(config: dict[str, Any]) -> dict[str, Any]:
         directs.commitAsync(ranges)
 
     directs.foreachRDD(output)
+    sent = _produce_until_committed(ssc, config)
+    ssc.stop(stopSparkContext=True, stopGraceFully=True)
+    return {"batches": batches, "values": values, "sent": sent}
+
+
+def _produce_until_committed(ssc: Any, config: dict[str, Any]) -> int:
+    """Start ``ssc`` and the producer thread; return the records sent once the group has
+    committed the log ends after the producer finished (or the deadline passed)."""
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
     done, sent = threading.Event(), [0]
     producer = threading.Thread(target=_produce, args=(config, done, sent), daemon=True)
     ssc.start()
@@ -194,8 +213,48 @@ def stream(config: dict[str, Any]) -> dict[str, Any]:
             if all((checker.committed(tp) or 0) >= ends[tp] for tp in tps):
                 break
     checker.close()
+    return sent[0]
+
+
+def brokers(config: dict[str, Any]) -> dict[str, Any]:
+    from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies
+    from dstream_kafka.streaming.context import StreamingContext
+
+    extra = {"spark.task.maxFailures": "4", "spark.locality.wait": str(config["locality_wait"])}
+    sc = _context(config, extra)
+    ssc = StreamingContext(sc, 1.0)
+    directs = KafkaUtils.createDirectStream(
+        ssc, LocationStrategies.PreferBrokers,
+        ConsumerStrategies.Subscribe([config["topic"]], {**_params(config), "auto.offset.reset": "earliest"}))
+    batches: list[dict[str, Any]] = []
+
+    def output(batch_time: Any, rdd: Any) -> None:
+        ranges = rdd.offsetRanges()
+        if sum(r.count() for r in ranges):
+            started = time.time()
+            group = uuid.uuid4().hex
+            sc.setJobGroup(group, "brokers")
+            rdd.map(lambda r: r.value).count()
+            hosts = {i: str(task.host())
+                     for i, task in _successful_tasks(sc, group, len(ranges)).items()}
+            # executor_<host>_<id>: the executor the stream preferred for each range
+            preferred = [rdd.preferredLocations(i) for i in range(len(ranges))]
+            batches.append({
+                "started": started, "batch_time": batch_time.timestamp(),
+                "ran": {str(r.partition): hosts.get(i) for i, r in enumerate(ranges)},
+                "preferred": {str(r.partition): (locs[0].split("_")[1] if locs else None)
+                              for r, locs in zip(ranges, preferred)},
+            })
+            print(f"BATCH {len(batches)}", flush=True)
+        directs.commitAsync(ranges)
+
+    directs.foreachRDD(output)
+    _produce_until_committed(ssc, config)
+    from dstream_kafka.placement import executor_locations
+
+    executor_hosts = sorted({e.host for e in executor_locations(sc)})
     ssc.stop(stopSparkContext=True, stopGraceFully=True)
-    return {"batches": batches, "values": values, "sent": sent[0]}
+    return {"batches": batches, "executor_hosts": executor_hosts}
 
 
 def _fail_first_attempt(index: int, records: Any) -> Any:
@@ -238,7 +297,7 @@ def retry(config: dict[str, Any]) -> dict[str, Any]:
             "failed_tasks": failed}
 
 
-SCENARIOS = {"placement": placement, "stream": stream, "retry": retry}
+SCENARIOS = {"placement": placement, "stream": stream, "brokers": brokers, "retry": retry}
 
 if __name__ == "__main__":
     scenario, config_path = sys.argv[1], sys.argv[2]

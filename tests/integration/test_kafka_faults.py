@@ -5,7 +5,9 @@ sends with ``acks=all``. Each test runs a direct stream with the SQLite store wh
 writes every record's ``(partition, offset, value)`` into the store's transaction, so the
 results table is exactly what was committed. A test passes when, for every partition, the
 table holds each offset of ``[0, log end)`` exactly once (nothing lost, nothing doubled) and
-every value the producer had acknowledged is in it.
+every value the producer had acknowledged is in it. The PreferBrokers test instead runs a
+driver program (``tests/cluster/driver.py``) on the standalone cluster, whose executors share
+hosts with two of the brokers, and checks where each partition's tasks ran.
 
 Every test leaves all three brokers running (the cluster is shared by the session).
 """
@@ -291,3 +293,85 @@ def test_a_stream_rides_out_a_30_second_outage_of_the_whole_cluster_within_its_b
                "three batches with records after the outage", timeout=180)
     assert ssc.getState() == "ACTIVE"
     finish_and_check(cluster, producer, recording, ssc, topic, acked_before)
+
+
+DRIVER = Path(__file__).resolve().parents[1] / "cluster" / "driver.py"
+
+
+def _replicas(cluster: KafkaCluster, topic: str) -> dict[int, list[int]]:
+    """Each partition's replica list, in Kafka's order (the order leader elections follow)."""
+    [described] = cluster.admin().describe_topics([topic])
+    return {p["partition_index"]: list(p["replica_nodes"]) for p in described["partitions"]}
+
+
+@pytest.mark.slow  # a driver program on the standalone cluster through an election: 90-330 s
+def test_prefer_brokers_moves_a_partition_to_the_executor_on_its_new_leader_s_host(
+        cluster: KafkaCluster, spark_cluster: Any, topic: str, unique: Callable[[str], str],
+        tmp_path: Path) -> None:
+    """The brokers listen on 127.0.0.1, .2 and .3, the two executors on .2 and .3: each batch
+    runs every partition on the executor of its leader's host. After the leader of one
+    partition stops, the batches planned after the election run it on the executor of its new
+    leader's host."""
+    import json
+    import subprocess
+    import sys
+
+    hosts = {node: cluster.host_of(node) for node in cluster.node_ids}
+    executors = set(spark_cluster.worker_hosts)
+    replicas = _replicas(cluster, topic)
+    leaders = cluster.leaders(topic)
+    # A partition led from an executor's host whose next replica is on the other executor's
+    # host: stopping its leader moves it there (elections take the first in-sync replica).
+    moving = next((p for p, nodes in sorted(replicas.items())
+                   if hosts[leaders[p]] in executors and len(nodes) > 1
+                   and hosts[[n for n in nodes if n != leaders[p]][0]] in executors), None)
+    assert moving is not None, f"no partition to move: replicas {replicas}, leaders {leaders}"
+    old, new = leaders[moving], [n for n in replicas[moving] if n != leaders[moving]][0]
+    config = {"master": spark_cluster.master_url, "bootstrap": cluster.bootstrap_servers,
+              "topic": topic, "partitions": PARTITIONS, "group": unique("g"), "seconds": 40,
+              "per_batch": 20, "locality_wait": "60s"}
+    path = tmp_path / "brokers.json"
+    path.write_text(json.dumps(config))
+    driver = subprocess.Popen([sys.executable, str(DRIVER), "brokers", str(path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              cwd=str(tmp_path))
+    try:
+        assert driver.stdout is not None
+        lines: list[str] = []
+        for line in driver.stdout:
+            lines.append(line)
+            if line.startswith("BATCH 2"):
+                break
+        stopped = time.time()
+        cluster.stop_broker(old, kill=True)
+        wait_until(lambda: leader_of(cluster, topic, moving) == new,
+                   f"node {new} to lead partition {moving}", timeout=60, interval=0.5)
+        elected = time.time()
+        out, err = driver.communicate(timeout=300)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    lines += out.splitlines()
+    results = [line for line in lines if line.startswith("RESULT ")]
+    assert driver.returncode == 0 and results, f"driver exited {driver.returncode}:\n{err[-4000:]}"
+    result = json.loads(results[-1][len("RESULT "):])
+    assert sorted(result["executor_hosts"]) == sorted(executors)
+    batches = result["batches"]
+    timeline = [(round(b["batch_time"] - elected, 1), b["preferred"], b["ran"]) for b in batches]
+    # Spark placed every task on the executor the stream preferred (60 s locality wait).
+    assert all(b["ran"] == b["preferred"] for b in batches), timeline
+    # Output began before the stop: planned with the old leader.
+    before = [b for b in batches if b["started"] < stopped]
+    # Planned (at or after its batch time) 2 s after the election: the driver's metadata has
+    # the new leader, refreshed when its latest-offset look-up met the stopped broker.
+    after = [b for b in batches if b["batch_time"] > elected + 2]
+    assert len(before) >= 2 and len(after) >= 2, timeline
+    key = str(moving)
+    assert {b["ran"].get(key) for b in before} == {hosts[old]}, timeline
+    assert {b["ran"].get(key) for b in after} == {hosts[new]}, timeline
+    for b in after:  # and every other partition led from an executor's host runs there
+        for part, host in b["ran"].items():
+            lead = new if int(part) == moving else leaders[int(part)]
+            if hosts[lead] in executors and lead != old:
+                assert host == hosts[lead], timeline
