@@ -12,6 +12,7 @@ import uuid
 from typing import TYPE_CHECKING, Callable, Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from dstream_kafka.services.spark import prepare_environment
 
@@ -25,6 +26,11 @@ if TYPE_CHECKING:
     from dstream_kafka.testing.zookeeper import ZooKeeperServer
 
 prepare_environment()
+
+# Hypothesis's timing checks (deadline, too_slow) measure the machine, not the code: with two
+# test workers and JVMs sharing two cores, a draw or an example can take seconds.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
 @pytest.fixture(scope="session")
@@ -49,7 +55,9 @@ def kafka3() -> Iterator[KafkaCluster]:
     # A killed broker is fenced (its partitions get new leaders) after the controller misses
     # its heartbeats for broker.session.timeout.ms: 9 s by default, which the executors' poll
     # timeout (120 s by default, 10 s in this suite) rides out; 3 s keeps the tests short.
-    cluster = KafkaCluster(brokers=3, heap="384m", broker_config={
+    # Each broker on its own loopback address (127.0.0.1-3), as hosts of a real cluster, so
+    # PreferBrokers has leader hosts to tell apart.
+    cluster = KafkaCluster(brokers=3, heap="384m", own_hosts=True, broker_config={
         "min.insync.replicas": 2, "broker.session.timeout.ms": 3000,
         "broker.heartbeat.interval.ms": 500})
     cluster.start()
@@ -82,7 +90,8 @@ def spark_cluster() -> Iterator[SparkStandaloneCluster]:
     """A Spark standalone master with two one-core workers on loopback (started on demand)."""
     from dstream_kafka.testing.spark_cluster import SparkStandaloneCluster
 
-    cluster = SparkStandaloneCluster(workers=2, cores=1)
+    # two executors on two loopback hosts (127.0.0.2 and .3, as kafka3's brokers 2 and 3)
+    cluster = SparkStandaloneCluster(workers=2, cores=1, worker_hosts=("127.0.0.2", "127.0.0.3"))
     cluster.start()
     yield cluster
     cluster.stop()

@@ -334,6 +334,14 @@ ZK_TIMEOUT = 5.0
 @pytest.fixture
 def zk_store_without_server(private_zookeeper: Any, unique: Callable[[str], str]) -> Iterator[Any]:
     """A ZooKeeper store (timeout 5 s) that committed one batch, then lost its server."""
+    from kazoo.client import KazooClient
+
+    # A fresh server's first session can take longer than 5 s on two busy cores (class
+    # loading in its JVM): open and close one under a generous bound first.
+    warm = KazooClient(hosts=private_zookeeper.hosts)
+    warm.start(timeout=60)
+    warm.stop()
+    warm.close()
     store = OffsetStores.zookeeper(private_zookeeper.hosts, timeout=ZK_TIMEOUT)
     store.commit(G, 1000, [r(0, 5)])
     private_zookeeper.stop()
