@@ -427,11 +427,17 @@ def check_planning_goals(latency: dict[str, Any]) -> list[dict[str, Any]]:
              "measured": f"p50 plan ms by partitions: {shown}", "met": value <= PLANNING_GOAL_MS}]
     k = growth_exponent([(n, v) for n, v, _ in points])
     if k is not None:
+        # A fixed cost flattens the whole span; the two largest counts show the per-partition part.
+        top = growth_exponent([(n, v) for n, v, _ in points[-2:]])
+        worst = max(k, top if top is not None else k)
+        measured = (f"k = {k:.2f} ({points[-1][1] / points[0][1]:.1f}x the time for "
+                    f"{largest / points[0][0]:,.0f}x the partitions)")
+        if top is not None and len(points) > 2:
+            measured += f"; {points[-2][0]:,} to {largest:,}: k = {top:.2f}"
         rows.append({"goal": "planning grows sub-linearly with partitions (plan ~ partitions^k, k < 1, "
-                             f"{points[0][0]:,} to {largest:,})", "workload": "planning",
-                     "contender": "dk-stream", "value": k, "limit": 1.0,
-                     "measured": f"k = {k:.2f} ({points[-1][1] / points[0][1]:.1f}x the time for "
-                                 f"{largest / points[0][0]:,.0f}x the partitions)", "met": k < 1.0})
+                             f"{points[0][0]:,} to {largest:,} and between the two largest counts)",
+                     "workload": "planning", "contender": "dk-stream", "value": worst, "limit": 1.0,
+                     "measured": measured, "met": worst < 1.0})
     return rows
 
 

@@ -88,8 +88,13 @@ def test_planning_goals_take_the_largest_count_and_the_growth_from_the_smallest(
     assert at_most["value"] == 45.0  # p50 of 40, 45, 90 at 1,000 partitions
     assert at_most["met"] is True
     assert at_most["measured"] == "p50 plan ms by partitions: 1: 9.0, 64: 10.0, 1,000: 45.0"
-    assert growth["value"] == pytest.approx(math.log(5.0) / math.log(1000.0))
+    top = math.log(45.0 / 10.0) / math.log(1000 / 64)  # 64 to 1,000: the larger exponent
+    assert growth["value"] == pytest.approx(top)
+    assert growth["measured"].endswith(f"; 64 to 1,000: k = {top:.2f}")
     assert growth["met"] is True
+    linear_top = _run({"p1": _entry(1, [10.0]), "p100": _entry(100, [10.0]),
+                       "p1000": _entry(1000, [200.0])})  # flat, then 20x for 10x the partitions
+    assert check_planning_goals(summarize_latency([linear_top]))[1]["met"] is False
     slow = _run({"p1": _entry(1, [1.0]), "p1000": _entry(1000, [2000.0])})
     at_most, growth = check_planning_goals(summarize_latency([slow]))
     assert at_most["met"] is False and growth["met"] is False
