@@ -122,8 +122,9 @@ def as_topic_partition(value: Any, what: str = "topic partition") -> TopicPartit
         raise ConfigurationError(
             f"Invalid {what} {value!r}: the topic must be a non-empty string, got {topic!r}"
         )
-    if (isinstance(partition, bool) or not isinstance(partition, Integral) or partition < 0
-            or int(partition) > _INT32_MAX):
+    plain = type(partition) is int  # the common case skips the abstract-base-class check
+    if ((not plain and (isinstance(partition, bool) or not isinstance(partition, Integral)))
+            or partition < 0 or int(partition) > _INT32_MAX):
         raise ConfigurationError(
             f"Invalid {what} {value!r}: the partition must be an int >= 0 and at most {_INT32_MAX}, "
             f"got {partition!r}"
@@ -134,6 +135,10 @@ def as_topic_partition(value: Any, what: str = "topic partition") -> TopicPartit
 
 
 def _check_offset_field(name: str, value: Any, topic: Any, partition: Any) -> int:
+    if type(value) is int and 0 <= value <= (_INT32_MAX if name == "partition" else _INT64_MAX):
+        # The common case, without the abstract-base-class check (planning builds one range
+        # per partition per batch: at 1,000 partitions that check was a third of the cost).
+        return value
     if isinstance(value, bool) or not isinstance(value, Integral):
         raise InvalidOffsetRangeError(
             f"{name} must be an int, got {value!r} ({type(value).__name__}) for topic {topic} "

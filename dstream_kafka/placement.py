@@ -297,7 +297,5 @@ def preferred_locations_for(
     """
     execs = sort_executors(executors) if executors is not None else executor_locations(sc)
     hosts = preferred_hosts or {}
-    return [
-        preferred_location(r.topicPartition(), execs, hosts.get(r.topicPartition()), presorted=True)
-        for r in ranges
-    ]
+    tps = [r.topicPartition() for r in ranges]
+    return [preferred_location(tp, execs, hosts.get(tp), presorted=True) for tp in tps]
