@@ -134,7 +134,12 @@ class GroupHolder:
         self._thread.start()
 
     def _poll(self) -> None:
+        from dstream_kafka import _kafka_internals
+
         while not self._stop.is_set():  # polling keeps it in the group and through rebalances
+            # kafka-python can strand a member mid-rebalance (see keep_rejoin_wanted), as the
+            # streams' own driver consumers are kept from
+            _kafka_internals.keep_rejoin_wanted(self.consumer)
             self.consumer.poll(timeout_ms=100)
 
     def assignment(self) -> set[int]:

@@ -88,7 +88,10 @@ def test_no_secret_reaches_logs_errors_progress_stores_cli_metrics_or_job_descri
     secrets = [security.users["alice"], security.users["admin"], security.pki.password]
     topic = unique("secrets")
     secured_kafka.create_topic(topic, partitions=2)
-    secured_kafka.produce(topic, RECORDS)
+    # both partitions get records: the createRDD below reads [0, 2) of partition 0, and records
+    # without a key may all land in one partition
+    secured_kafka.produce(topic, RECORDS[:10], partition=0)
+    secured_kafka.produce(topic, RECORDS[10:], partition=1)
     group = unique("g")
     params = {**secured_kafka.client_params("SASL_SSL", mechanism="SCRAM-SHA-512",
                                             truststore_type="JKS"),
