@@ -14,7 +14,14 @@ the backend cannot honour fails there. Reads keep the kafka-python backend's sem
   (the high watermark, or the last stable offset under ``read_committed``), past trailing
   transaction markers and aborted records, so a gap-skipping range that ends inside such a gap
   finishes at once;
-* key and value deserializers are the same Python callables, applied to the raw bytes.
+* key and value deserializers are the same Python callables, applied to the raw bytes;
+* a cached consumer stays cheap while idle and after a seek: ``fetch.queue.backoff.ms`` is
+  :data:`FETCH_QUEUE_BACKOFF_MS` (librdkafka's 1000 ms made the first fetch after a seek wait
+  up to a second whenever the idle consumer's prefetch queue had filled, as it does on a
+  multi-core executor where a partition's next task lands on another Python worker) and the
+  prefetch queue holds at most :data:`PREFETCH_FETCHES` partition fetches
+  (``queued.max.messages.kbytes``; librdkafka's 64 MiB per partition would be held by every
+  idle cached consumer).
 
 This module imports ``confluent_kafka`` only when a client is created.
 """
@@ -42,6 +49,13 @@ log = logging.getLogger(__name__)
 INSTALL_HINT = "pip install dstream_kafka[fast]"
 #: Records taken from librdkafka's queue per call (``max.poll.records`` overrides it).
 DEFAULT_BATCH = 10000
+#: ``fetch.queue.backoff.ms``: how long a full prefetch queue postpones the next fetch. 0 makes
+#: an idle consumer's fetcher spin (about one core); 10 ms costs nothing measurable idle.
+FETCH_QUEUE_BACKOFF_MS = 10
+#: The prefetch queue holds this many ``max.partition.fetch.bytes`` (default 1 MiB) fetches.
+PREFETCH_FETCHES = 4
+#: kafka-python's (and Java's) ``max.partition.fetch.bytes`` default.
+_PARTITION_FETCH_BYTES = 1048576
 
 # kafka-python keyword -> librdkafka property, values passed as they are.
 _SAME = {
@@ -198,6 +212,9 @@ def librdkafka_config(params: Mapping[str, Any]) -> dict[str, Any]:
     if check_hostname is not None:
         out["ssl.endpoint.identification.algorithm"] = "https" if check_hostname else "none"
     out.setdefault("isolation.level", "read_uncommitted")
+    fetch_bytes = int(params.get("max_partition_fetch_bytes") or _PARTITION_FETCH_BYTES)
+    out["fetch.queue.backoff.ms"] = FETCH_QUEUE_BACKOFF_MS
+    out["queued.max.messages.kbytes"] = max(1, PREFETCH_FETCHES * fetch_bytes // 1024)
     if "group.id" not in out:
         # fix_kafka_params always sets one; librdkafka's consumer requires it.
         out["group.id"] = "spark-executor-None"

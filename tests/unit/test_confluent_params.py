@@ -44,6 +44,14 @@ def test_executor_rules_are_forced_in_librdkafka_terms():
     assert conf["socket.receive.buffer.bytes"] == 65536  # KAFKA-3135, as for kafka-python
 
 
+def test_prefetch_queue_backs_off_ten_ms_and_holds_four_partition_fetches():
+    conf = librdkafka_config(_fixed())
+    assert conf["fetch.queue.backoff.ms"] == 10  # librdkafka's 1000 ms stalls a seek
+    assert conf["queued.max.messages.kbytes"] == 4 * 1024  # 4 x 1 MiB, not 64 MiB per idle consumer
+    bigger = librdkafka_config(_fixed(**{"max.partition.fetch.bytes": str(4 * 1048576)}))
+    assert bigger["queued.max.messages.kbytes"] == 16 * 1024
+
+
 def test_isolation_level_defaults_to_read_uncommitted_unlike_librdkafka():
     assert librdkafka_config(_fixed())["isolation.level"] == "read_uncommitted"
     committed = librdkafka_config(_fixed(**{"isolation.level": "read_committed"}))
@@ -66,7 +74,8 @@ def test_fetch_and_client_settings_keep_their_librdkafka_names():
             }
         )
     )
-    assert {k: conf[k] for k in conf if k.startswith(("fetch", "max.", "client", "socket.t"))} == {
+    shown = ("fetch.min", "fetch.max", "fetch.wait", "max.", "client", "socket.t")
+    assert {k: conf[k] for k in conf if k.startswith(shown)} == {
         "fetch.min.bytes": 10,
         "fetch.wait.max.ms": 200,
         "fetch.max.bytes": 1048576,
