@@ -55,12 +55,27 @@ def partition_worker(kind: str) -> Callable[[Iterable[Any]], Iterator[tuple]]:
 
 
 def _cache_stats() -> dict[str, Any]:
+    """This worker's consumer cache counters, its TCP connections and its resident memory.
+
+    Workers talk to the JVM over a Unix socket (the low-overhead settings), so every
+    established TCP connection of a worker process is a Kafka client's.
+    """
     try:
         from dstream_kafka.consumer_cache import stats
 
-        return stats()
+        out = stats()
     except Exception:  # an older or newer cache without stats(): report nothing, not fail
         return {}
+    try:
+        import psutil
+
+        me = psutil.Process()
+        conns = me.net_connections("tcp") if hasattr(me, "net_connections") else me.connections("tcp")
+        out["tcp"] = sum(1 for c in conns if c.status == psutil.CONN_ESTABLISHED)
+        out["rss_mb"] = me.memory_info().rss / 2**20
+    except Exception:  # psutil missing or refused: the counters still count
+        pass
+    return out
 
 
 class CacheTracker:
@@ -89,8 +104,23 @@ class CacheTracker:
         self.per_batch.append(delta)
         return delta
 
+    def resources(self) -> dict[str, Any]:
+        """The workers' latest state, summed over every worker seen: consumers in their caches,
+        established TCP connections (the Kafka clients') and resident memory (MiB).
+
+        A worker's figures are those of its latest task; workers of one executor (local mode:
+        the only one) add up to the executor's.
+        """
+        def total(key: str) -> float | None:
+            vals = [st[key] for st in self._last.values() if st.get(key) is not None]
+            return sum(vals) if vals else None
+
+        return {"workers": len(self._last), "consumers_cached": total("cached"),
+                "tcp_connections": total("tcp"), "workers_rss_mb": total("rss_mb")}
+
     def summary(self, since: int = 0) -> dict[str, Any]:
-        """First batch, and the steady state after it (totals and per-batch maxima).
+        """First batch, and the steady state after it (totals and per-batch maxima), and the
+        workers' :meth:`resources` at the end.
 
         ``since`` starts the summary at that batch: one tracker shared by several streams of a
         process (the workers' counters are cumulative) summarizes each stream's own batches.
@@ -99,6 +129,7 @@ class CacheTracker:
         first = batches[0] if batches else {}
         rest = batches[1:]
         return {
+            "resources": self.resources(),
             "workers_seen": len(self._last),
             "first_batch": first,
             "after_first_total": {k: sum(b[k] for b in rest) for k in self.KEYS},
@@ -148,12 +179,16 @@ def create_direct_stream(ssc: Any, bootstrap: str, topic: str, ends: dict[int, i
 
 
 def stream_drain(sc: Any, bootstrap: str, topic: str, ends: dict[int, int], kind: str,
-                 batch_seconds: float, timeout: float = 1800.0) -> dict[str, Any]:
+                 batch_seconds: float, timeout: float = 1800.0, *,
+                 worker: Callable[[Iterable[Any]], Iterator[tuple]] | None = None,
+                 on_parts: Callable[[int, list[tuple]], None] | None = None) -> dict[str, Any]:
     """Stream every record present now through ``foreachRDD`` and time it.
 
     The batch size is bounded by ``spark.streaming.kafka.maxRatePerPartition`` in the
     SparkConf (set by the caller). The clock starts at ``ssc.start()`` and stops when the
-    batch that brings the count to the expected total has finished its output.
+    batch that brings the count to the expected total has finished its output. ``worker``
+    replaces :func:`partition_worker` (its tuples start the same way); ``on_parts`` receives
+    every non-empty batch's index and tuples.
     """
     from dstream_kafka.streaming.context import StreamingContext
 
@@ -165,13 +200,15 @@ def stream_drain(sc: Any, bootstrap: str, topic: str, ends: dict[int, int], kind
     tracker = CacheTracker()
     state = {"records": 0, "checksum": 0, "nonempty": 0, "done_at": None}
     done = threading.Event()
-    worker = partition_worker(kind)
+    walk = worker or partition_worker(kind)
 
     def per_batch(rdd: Any) -> None:
         if done.is_set() or rdd.isEmpty():
             return
-        parts = rdd.mapPartitions(worker).collect()
+        parts = rdd.mapPartitions(walk).collect()
         tracker.add_batch(parts)
+        if on_parts is not None:
+            on_parts(state["nonempty"], parts)
         state["records"] += sum(p[0] for p in parts)
         state["checksum"] += sum(p[1] for p in parts)
         state["nonempty"] += 1

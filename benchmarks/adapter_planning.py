@@ -50,23 +50,18 @@ def _memory_probe() -> Callable[[], dict[str, float]]:
         import psutil
     except ImportError:
         return dict
+    from benchmarks.monitor import role_usage, tree_roles
+
     me = psutil.Process(os.getpid())
+    seen: dict[int, bool] = {}
 
     def probe() -> dict[str, float]:
-        jvm = workers = 0
-        for child in me.children(recursive=True):
-            try:
-                rss = child.memory_info().rss
-                name = child.name()
-            except psutil.Error:
-                continue
-            if name.startswith("java"):
-                jvm += rss
-            elif name.startswith("python"):
-                workers += rss
+        roles = tree_roles(me, seen)
         connections = getattr(me, "net_connections", None) or me.connections
-        return {"driver_py_mb": me.memory_info().rss / 2**20, "driver_jvm_mb": jvm / 2**20,
-                "workers_mb": workers / 2**20, "driver_tcp": float(len(connections(kind="tcp")))}
+        return {"driver_py_mb": me.memory_info().rss / 2**20,
+                "driver_jvm_mb": role_usage(roles["driver_jvm"])["rss_mb"],
+                "workers_mb": role_usage(roles["workers"])["rss_mb"],
+                "driver_tcp": float(len(connections(kind="tcp")))}
 
     return probe
 

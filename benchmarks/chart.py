@@ -13,7 +13,7 @@ _COLORS = {"dk": "#1f77b4", "ss": "#ff7f0e", "java": "#2ca02c", "raw": "#7f7f7f"
 
 
 def _color(name: str) -> str:
-    if name.startswith("dk-") and name.endswith("-fast"):
+    if name.startswith("dk-") and "-fast" in name:
         return "#17becf"  # dstream_kafka with the confluent-kafka backend
     return _COLORS.get(name.split("-")[0], "#9467bd")
 
@@ -125,26 +125,56 @@ def _steady(ax: Any, steady: dict[str, Any]) -> None:
     ax.legend(fontsize=7)
 
 
+def _multicore(ax: Any, summary: dict[str, Any]) -> None:
+    """records/s (bars) and seek overhead (labels) per executor core count and contender."""
+    cores = sorted(summary)
+    names = sorted({n for c in cores for n in summary[c]})
+    width = 0.8 / max(1, len(names))
+    for i, name in enumerate(names):
+        xs = [j + i * width for j in range(len(cores))]
+        entries = [summary[c].get(name, {}) for c in cores]
+        ys = [e.get("records_per_s") or 0 for e in entries]
+        ax.bar(xs, ys, width, color=_color(name), label=name)
+        for x, y, e in zip(xs, ys, entries):
+            share = e.get("seek_overhead_share")
+            label = f"{y:,.0f}" + (f"\nseeks {share:.0%}" if share is not None else "")
+            ax.text(x, y, label, ha="center", va="bottom", fontsize=7)
+    ax.set_xticks([j + width * (len(names) - 1) / 2 for j in range(len(cores))],
+                  [f"{c} core(s)" for c in cores])
+    ax.set_title("workload: multicore (one executor; label: records/s, seek overhead of read time)",
+                 fontsize=10)
+    ax.set_ylabel("records/s")
+    ax.margins(y=0.25)
+    ax.legend(fontsize=7)
+
+
 def write_chart(summary: dict[str, Any], path: Path, meta: dict[str, Any],
-                latency: dict[str, Any] | None = None, steady: dict[str, Any] | None = None) -> None:
+                latency: dict[str, Any] | None = None, steady: dict[str, Any] | None = None,
+                multicore_runs: list[dict[str, Any]] | None = None) -> None:
     """Write one panel per workload to ``path`` (matplotlib, Agg backend); ``steady`` is
-    :func:`benchmarks.report_steady.summarize_steady`."""
+    :func:`benchmarks.report_steady.summarize_steady`; ``multicore_runs`` are the run records
+    (:func:`benchmarks.report_multicore.summarize_multicore` takes them)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from benchmarks.contenders import MULTICORE_PREFIX
     from benchmarks.report import partition_counts_of
+    from benchmarks.report_multicore import summarize_multicore
 
     latency = latency or {}
     panels: list[tuple[float, Any]] = []
     for w in summary:
-        if summary[w] and not w.startswith("partitions-p"):
+        if summary[w] and not w.startswith(("partitions-p", MULTICORE_PREFIX)):
             panels.append((max(2.0, 0.45 * len(summary[w]) + 1.0),
                            lambda ax, w=w: _throughput(ax, w, summary[w])))
     counts = partition_counts_of(summary)
     if counts:
         panels.append((3.5, lambda ax: _partitions(ax, summary, counts)))
+    multicore = summarize_multicore(multicore_runs or [])
+    if multicore:
+        panels.append((3.5, lambda ax: _multicore(ax, multicore)))
     if latency.get("overhead"):
         panels.append((4.0, lambda ax: _overhead(ax, latency["overhead"])))
     if steady:

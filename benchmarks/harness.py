@@ -10,7 +10,8 @@ Order of a run:
    ``exactly-once``, one topic per partition count for ``partitions``, which runs as
    sub-workloads ``partitions-p<N>``, idle topics for ``planning``: one per partition count and
    ``--planning-topics`` more for its pattern); start PostgreSQL, ZooKeeper and HBase for
-   ``exactly-once``;
+   ``exactly-once``; ``soak`` (only when named) gets an empty topic, whose run starts its own
+   producer for ``--soak-minutes`` (:mod:`benchmarks.adapter_soak`), and PostgreSQL;
 3. prepare the JVM contenders (resolve connector jars, compile ``DStreamDrain.java``) outside
    any timed region;
 4. for every workload, run ``warmup + repetitions`` rounds; each round runs every selected
@@ -37,14 +38,16 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from benchmarks.adapter_planning import PLANNING_PREFIX, planning_configs
+from benchmarks.adapter_soak import soak_option_errors, split_password
 from benchmarks.broker import TopicInfo, fill_topic, start_broker
 from benchmarks.contenders import (
     CLUSTER_SUFFIX,
     CONTENDERS,
     EO_BATCH_SECONDS,
+    MULTICORE_PREFIX,
     EO_RECORDS_PER_PARTITION,
     LATENCY_WORKLOADS,
     WORKLOADS,
@@ -52,8 +55,11 @@ from benchmarks.contenders import (
     workload_kind,
 )
 from benchmarks.monitor import TreeSampler, machine_facts
+from benchmarks.publish import git_commit, publish
+from dstream_kafka.services.maven import KAFKA_VERSION
 from benchmarks.report import all_goals, markdown_report, summarize, summarize_latency
 from benchmarks.report_steady import summarize_steady
+from benchmarks.report_soak import finish_soak, soak_status, summarize_soak
 
 __all__ = ["main", "parse_args", "expand_plan", "workload_options", "rounds_for"]
 
@@ -62,10 +68,13 @@ QUICK = {"records": 200_000, "repetitions": 1, "warmup": 0, "overhead_seconds": 
          "min_batches": 5, "outputs": "count,job", "eo_batches": 20, "partition_counts": "1,16",
          "rates": "10000,50000", "steady_seconds": 8.0, "planning_partitions": "1,64,1000",
          "planning_topics": 10, "planning_batches": 5}
+QUICK.update({"soak_minutes": 2.0, "soak_warmup_minutes": 0.5, "soak_sample_seconds": 5.0})
 #: Batches excluded at the start of every latency configuration (consumer creation, first job).
 LATENCY_WARMUP_BATCHES = 2
 #: Workloads whose runs pool many batches and drop their own warm-up: ``--batch-repetitions``.
-BATCH_WORKLOADS = ("overhead", "steady", "exactly-once", "planning")
+BATCH_WORKLOADS = ("overhead", "steady", "exactly-once", "planning", "soak")
+#: Workloads left out unless ``--workloads`` names them (the soak alone takes 30 minutes).
+OPT_IN_WORKLOADS = ("soak",)
 #: Steady workload: seconds of the warm-up step at the first rate that every run starts with.
 STEADY_WARMUP_SECONDS = 4.0
 
@@ -82,8 +91,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--partitions", type=int, default=4, help="partitions per topic (4)")
     p.add_argument("--repetitions", type=int, default=3, help="measured rounds per workload (3)")
     p.add_argument("--warmup", type=int, default=1, help="warm-up rounds, run and discarded (1)")
-    p.add_argument("--workloads", default=",".join(WORKLOADS),
-                   help=f"comma-separated, from {','.join(WORKLOADS)} (all)")
+    p.add_argument("--workloads", default=",".join(w for w in WORKLOADS if w not in OPT_IN_WORKLOADS),
+                   help=f"comma-separated, from {','.join(WORKLOADS)} (all but "
+                        f"{','.join(OPT_IN_WORKLOADS)})")
     p.add_argument("--contenders", default="",
                    help=f"comma-separated subset of {','.join(CONTENDERS)} (all)")
     p.add_argument("--out", type=Path, default=None,
@@ -103,8 +113,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="exactly-once: comma-separated store variants (all): "
                         "none,kafka-commitAsync,kafka,checkpoint,zookeeper,sqlite,sqlite-tx,"
                         "postgres,postgres-tx,hbase")
-    p.add_argument("--partition-counts", default="1,2,4,8,16",
-                   help="partitions: partition counts (1,2,4,8,16)")
+    p.add_argument("--partition-counts", default="1,16,64,256",
+                   help="partitions: partition counts (1,16,64,256)")
     p.add_argument("--rates", default="10000,25000,50000,100000",
                    help="steady: producer rate steps in records/s (10000,25000,50000,100000)")
     p.add_argument("--steady-seconds", type=float, default=20.0,
@@ -121,14 +131,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="planning: batch interval in seconds (0.5)")
     p.add_argument("--planning-batches", type=int, default=20,
                    help="planning: measured batches per configuration (20)")
+    p.add_argument("--executor-cores", default="1,2,4",
+                   help="multicore: cores of the one standalone executor, one sub-workload each "
+                        "(1,2,4)")
+    p.add_argument("--multicore-partitions", type=int, default=16,
+                   help="multicore: partitions of its topic (16)")
+    p.add_argument("--multicore-batches", type=int, default=20,
+                   help="multicore: batches the drain is split into (20)")
+    p.add_argument("--soak-minutes", type=float, default=30.0,
+                   help="soak: minutes the producer writes at --soak-rate (30)")
+    p.add_argument("--soak-rate", type=int, default=2000, help="soak: records/s (2000)")
+    p.add_argument("--soak-interval", type=float, default=1.0,
+                   help="soak: batch interval in seconds (1)")
+    p.add_argument("--soak-warmup-minutes", type=float, default=5.0,
+                   help="soak: first minutes left out of the resource judgement (5)")
+    p.add_argument("--soak-sample-seconds", type=float, default=10.0,
+                   help="soak: seconds between resource samples (10)")
     p.add_argument("--batch-repetitions", type=int, default=1,
                    help="overhead, steady, exactly-once: measured rounds and no warm-up round "
                         "(every run drops its own warm-up batches or step and pools many "
                         "batches) (1)")
+    p.add_argument("--publish", action="store_true",
+                   help="also write benchmarks/RESULTS.md and its chart from this run "
+                        "(see benchmarks/publish.py)")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: 200,000 records, 1 repetition, no warm-up; overhead: outputs "
                         "count,job, 2 s (at least 5 batches) per configuration; exactly-once: 20 "
-                        "batches; partitions 1,16; steady: rates 10000,50000, 8 s each "
+                        "batches; partitions 1,16; steady: rates 10000,50000, 8 s each; soak: "
+                        "2 minutes, 0.5 of them warm-up, a sample every 5 s "
                         "(a few minutes per workload)")
     args = p.parse_args(argv)
     if args.quick:
@@ -149,8 +179,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.partition_counts = [int(x) for x in str(args.partition_counts).split(",") if x]
         args.rates = [int(float(x)) for x in str(args.rates).split(",") if x]
         args.planning_partitions = [int(x) for x in str(args.planning_partitions).split(",") if x]
+        args.executor_cores = [int(x) for x in str(args.executor_cores).split(",") if x]
     except ValueError as exc:
-        p.error(f"--intervals / --partition-counts / --rates / --planning-partitions: {exc}")
+        p.error(f"--intervals / --partition-counts / --rates / --planning-partitions / "
+                f"--executor-cores: {exc}")
+    if (not args.executor_cores or min(args.executor_cores) < 1 or args.multicore_partitions < 1
+            or args.multicore_batches < 2):
+        p.error("--executor-cores needs counts >= 1, --multicore-partitions >= 1 and "
+                "--multicore-batches >= 2 (the first batch creates the consumers)")
     if (not args.planning_partitions or min(args.planning_partitions) < 1 or args.planning_topics < 0
             or args.planning_topic_partitions < 1 or args.planning_interval <= 0
             or args.planning_batches < 1):
@@ -164,6 +200,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--intervals needs positive seconds")
     if not args.partition_counts or min(args.partition_counts) < 1:
         p.error("--partition-counts needs counts >= 1")
+    for problem in soak_option_errors(args.soak_minutes, args.soak_rate, args.soak_interval,
+                                      args.soak_warmup_minutes, args.soak_sample_seconds):
+        p.error(problem)
     args.outputs = [o for o in args.outputs.split(",") if o]
     from benchmarks.adapter import OVERHEAD_OUTPUTS
     from benchmarks.adapter_stores import STORE_VARIANTS
@@ -205,6 +244,10 @@ class Runner:
         self.counter = 0
         #: Per-workload options handed to the contender in its spec (intervals, services...).
         self.options: dict[str, dict[str, Any]] = {}
+        #: Per-workload run timeouts that override ``timeout`` (the soak runs for its minutes).
+        self.timeouts: dict[str, float] = {}
+        #: Environment only the contender processes get (the PostgreSQL password): never in a file.
+        self.secret_env: dict[str, str] = {}
 
     def prepare(self, names: set[str]) -> None:
         """Resolve jars and compile Java once, outside every timed region."""
@@ -247,17 +290,17 @@ class Runner:
         broker0, t0 = self._broker_cpu(), time.perf_counter()
         with open(logs / f"{run_id}.log", "wb") as log:
             proc = subprocess.Popen(argv, stdout=log if name != "kafka-perf" else subprocess.PIPE,
-                                    stderr=log, cwd=_REPO, env=_child_env())
+                                    stderr=log, cwd=_REPO, env={**_child_env(), **self.secret_env})
             with TreeSampler(proc.pid) as sampler:
                 stdout = b""
                 try:
-                    stdout, _ = proc.communicate(timeout=self.timeout)
+                    stdout, _ = proc.communicate(timeout=self.timeouts.get(workload, self.timeout))
                 except BaseException as exc:  # timeout, or the run is being interrupted
                     proc.kill()
                     proc.communicate()
                     if not isinstance(exc, subprocess.TimeoutExpired):
                         raise
-                    record["error"] = f"killed after {self.timeout:.0f}s"
+                    record["error"] = f"killed after {self.timeouts.get(workload, self.timeout):.0f}s"
         record["process_seconds"] = time.perf_counter() - t0
         record["broker_cpu_seconds"] = self._broker_cpu() - broker0
         usage = sampler.usage
@@ -285,6 +328,8 @@ class Runner:
             return self._finish_latency(record, result, topic)
         if workload == "steady":
             return self._finish_steady(record, result)
+        if workload == "soak":
+            return finish_soak(record, result)
         return self._finish(record, result, topic)
 
     @staticmethod
@@ -375,8 +420,10 @@ def _check_checksums(runs: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
-def expand_plan(workloads: list[str], selected: list[str], partition_counts: list[int]) -> dict[str, list]:
-    """Map every workload to its contenders; ``partitions`` becomes ``partitions-p<N>`` per count."""
+def expand_plan(workloads: list[str], selected: list[str], partition_counts: list[int],
+                executor_cores: Sequence[int] = ()) -> dict[str, list]:
+    """Map every workload to its contenders; ``partitions`` becomes ``partitions-p<N>`` per count
+    and ``multicore`` ``multicore-c<K>`` per executor core count."""
     plan: dict[str, list] = {}
     for w in workloads:
         contenders = contenders_for(w, selected)
@@ -385,6 +432,9 @@ def expand_plan(workloads: list[str], selected: list[str], partition_counts: lis
         if w == "partitions":
             for n in partition_counts:
                 plan[f"partitions-p{n}"] = contenders
+        elif w == "multicore":
+            for k in executor_cores:
+                plan[f"{MULTICORE_PREFIX}{k}"] = contenders
         else:
             plan[w] = contenders
     return plan
@@ -398,8 +448,11 @@ def rounds_for(workload: str, args: argparse.Namespace) -> tuple[int, int]:
 
 
 def workload_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """The options each latency workload's contenders receive in their spec."""
+    """The options each workload's contenders receive in their spec."""
+    multicore = {f"{MULTICORE_PREFIX}{k}": {"executor_cores": k, "batches": args.multicore_batches}
+                 for k in args.executor_cores}
     return {
+        **multicore,
         "overhead": {"intervals": args.intervals, "outputs": args.outputs,
                      "overhead_seconds": args.overhead_seconds, "min_batches": args.min_batches,
                      "warmup_batches": LATENCY_WARMUP_BATCHES},
@@ -413,12 +466,16 @@ def workload_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                                                  args.planning_topic_partitions),
                      "interval": args.planning_interval, "batches": args.planning_batches,
                      "warmup_batches": LATENCY_WARMUP_BATCHES},
+        "soak": {"soak_minutes": args.soak_minutes, "soak_rate": args.soak_rate,
+                 "soak_interval": args.soak_interval, "soak_warmup_minutes": args.soak_warmup_minutes,
+                 "soak_sample_seconds": args.soak_sample_seconds, "value_bytes": args.value_bytes},
     }
 
 
 def _prepare_topic(cluster: Any, workload: str, args: argparse.Namespace, workdir: Path,
                    log: Path) -> TopicInfo:
-    if workload in ("overhead", "steady"):  # created empty; steady's runs write their own records
+    if workload in ("overhead", "steady", "soak"):  # created empty; steady's and soak's runs write
+        # their own records
         name = f"bench-{workload}-p{args.partitions}"
         cluster.create_topic(name, partitions=args.partitions, replication_factor=1)
         ends = {int(p): int(o) for p, o in cluster.end_offsets(name).items()}
@@ -437,6 +494,10 @@ def _prepare_topic(cluster: Any, workload: str, args: argparse.Namespace, workdi
         records = args.eo_batches * EO_RECORDS_PER_PARTITION * args.partitions
         return fill_topic(cluster, f"bench-exactly-once-p{args.partitions}", args.partitions, records,
                           args.value_bytes, "bytes", workdir, log)
+    if workload.startswith(MULTICORE_PREFIX):
+        return fill_topic(cluster, f"bench-multicore-p{args.multicore_partitions}",
+                          args.multicore_partitions, args.records, args.value_bytes, "bytes", workdir,
+                          log)
     if workload.startswith("partitions-p"):
         n = int(workload[len("partitions-p"):])
         return fill_topic(cluster, f"bench-partitions-p{n}", n, args.records, args.value_bytes,
@@ -447,21 +508,30 @@ def _prepare_topic(cluster: Any, workload: str, args: argparse.Namespace, workdi
 
 
 class _Services:
-    """PostgreSQL, ZooKeeper and HBase for the exactly-once workload; a failed start is recorded,
-    not fatal."""
+    """PostgreSQL, ZooKeeper and HBase for the exactly-once and soak workloads; a failed start is
+    recorded, not fatal. Each server starts once, however often :meth:`start` asks for it.
+
+    PostgreSQL needs a random password over TCP; ``params`` never hold it (they go into spec
+    files and results): :attr:`secret_env` carries it to the contenders as ``PGPASSWORD``.
+    """
 
     def __init__(self) -> None:
         self.started: list[Any] = []
         self.params: dict[str, Any] = {}
+        self.secret_env: dict[str, str] = {}
 
     def start(self, stores: list[str]) -> dict[str, Any]:
-        if any(v.startswith("postgres") for v in stores):
+        if any(v.startswith("postgres") for v in stores) and "postgres" not in self.params:
             try:
+                import secrets
+
                 from dstream_kafka.testing.postgres import PostgresServer
 
-                server = PostgresServer(dbname="bench").start()
+                server = PostgresServer(dbname="bench", password=secrets.token_urlsafe(18)).start()
                 self.started.append(server)
-                self.params["postgres"] = server.dsn_params()
+                public, env = split_password({"postgres": server.dsn_params()})
+                self.params["postgres"] = public["postgres"]
+                self.secret_env.update(env)
             except Exception as exc:
                 self.params["postgres_error"] = f"{type(exc).__name__}: {exc}"
         if "zookeeper" in stores:
@@ -501,6 +571,8 @@ def _status(rec: dict[str, Any]) -> str:
             f"{s['step']} p50 {s['latency_ms']['p50']} ms p99 {s['latency_ms']['p99']} ms "
             f"{'stable' if s.get('stable') else 'NOT stable' if s.get('stable') is False else 'not judged'}"
             for s in rec.get("steps") or [] if not s.get("warmup"))[:600]
+    if rec.get("kind") == "soak":
+        return soak_status(rec)
     if rec.get("kind") != "latency":
         return f"{rec['records_per_s']:>12,.0f} rec/s"
     parts = []
@@ -526,13 +598,15 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    plan = expand_plan(args.workloads, args.contenders, args.partition_counts)
+    plan = expand_plan(args.workloads, args.contenders, args.partition_counts, args.executor_cores)
     options = workload_options(args)
-    meta: dict[str, Any] = {"command": " ".join(sys.argv), "records": args.records,
+    meta: dict[str, Any] = {"command": " ".join(["python -m benchmarks", *(argv or sys.argv[1:])]),
+                            "records": args.records,
                             "value_bytes": args.value_bytes, "partitions": args.partitions,
                             "repetitions": args.repetitions, "warmup": args.warmup,
                             "batch_repetitions": args.batch_repetitions,
                             "quick": args.quick, "machine": machine_facts(),
+                            "commit": git_commit(), "kafka_version": KAFKA_VERSION,
                             "started_utc": datetime.now(timezone.utc).isoformat()}
     described = {}
     if "overhead" in plan:
@@ -554,11 +628,21 @@ def main(argv: list[str] | None = None) -> int:
               f"{LATENCY_WARMUP_BATCHES} warm-up batches, output count + commitAsync")
     if any(w.startswith("partitions-p") for w in plan):
         described["partition counts"] = ",".join(map(str, args.partition_counts))
+    if any(w.startswith(MULTICORE_PREFIX) for w in plan):
+        described["multicore"] = (
+            f"one standalone executor of {' / '.join(map(str, args.executor_cores))} cores, "
+            f"a streaming drain of {args.multicore_partitions} partitions in "
+            f"{args.multicore_batches} batches")
     if "steady" in plan:
         meta["steady_interval"] = args.steady_interval
         described["steady"] = (f"rates {' / '.join(f'{r:,}' for r in args.rates)} records/s, "
                                f"{args.steady_seconds:g} s each after a {STEADY_WARMUP_SECONDS:g} s "
                                f"warm-up step, {args.steady_interval:g} s batches")
+    if "soak" in plan:
+        described["soak"] = (f"{args.soak_minutes:g} min at {args.soak_rate:,} records/s, "
+                             f"{args.soak_interval:g} s batches, PostgreSQL store with the sink in "
+                             f"its transaction; {args.soak_warmup_minutes:g} min warm-up, a sample "
+                             f"every {args.soak_sample_seconds:g} s")
     meta["workload_options"] = described
     print(f"benchmarks: writing to {args.out}", flush=True)
     runs: list[dict[str, Any]] = []
@@ -572,14 +656,22 @@ def main(argv: list[str] | None = None) -> int:
             # Executors' Python workers run in the workers' folders: the tasks' functions come
             # from this checkout's `benchmarks` package.
             path = os.pathsep.join(p for p in (str(_REPO), os.environ.get("PYTHONPATH", "")) if p)
-            spark_cluster = SparkStandaloneCluster(workers=2, cores=1, env={"PYTHONPATH": path}).start()
+            # Workers offer as many cores as the largest multicore executor needs (the steady
+            # workload's executors take one core on each worker).
+            cores = max(args.executor_cores) if "multicore" in args.workloads else 1
+            spark_cluster = SparkStandaloneCluster(workers=2, cores=cores,
+                                                   env={"PYTHONPATH": path}).start()
             for opts in options.values():
                 opts["cluster_master"] = spark_cluster.master_url
         workdir = Path(tempfile.mkdtemp(prefix="bench-"))
         topics: dict[str, TopicInfo] = {}
         for workload in plan:
             t = time.perf_counter()
-            topics[workload] = _prepare_topic(cluster, workload, args, workdir, args.out / "producer.log")
+            # Every multicore sub-workload drains the same topic (a stream never changes it).
+            shared = next((t for w, t in topics.items() if w.startswith(MULTICORE_PREFIX)), None)
+            topics[workload] = (shared if shared is not None and workload.startswith(MULTICORE_PREFIX)
+                                else _prepare_topic(cluster, workload, args, workdir,
+                                                    args.out / "producer.log"))
             print(f"  prepared {topics[workload].name}: {topics[workload].records:,} records in "
                   f"{time.perf_counter() - t:.1f}s", flush=True)
         meta["topics"] = {w: t.to_json() for w, t in topics.items()}
@@ -587,9 +679,18 @@ def main(argv: list[str] | None = None) -> int:
             options["exactly-once"]["services"] = services.start(args.eo_stores)
             meta["services"] = {k: (v if k.endswith("_error") else "started")
                                 for k, v in options["exactly-once"]["services"].items()}
+        if "soak" in plan:
+            started_services = services.start(["postgres"])  # shared with exactly-once when both run
+            options["soak"]["services"] = {k: v for k, v in started_services.items()
+                                           if k.startswith("postgres")}
+            meta["services"] = {k: (v if k.endswith("_error") else "started")
+                                for k, v in started_services.items()}
         broker_pid = next(iter(cluster.broker_pids().values()))
         runner = Runner(args.out, cluster.bootstrap_servers, broker_pid, args.run_timeout)
         runner.options = options
+        runner.secret_env = services.secret_env
+        # The soak runs for its minutes, the drain and Spark's start-up: more than --run-timeout.
+        runner.timeouts["soak"] = max(args.run_timeout, args.soak_minutes * 60.0 + 600.0)
         runner.prepare({c.name for cs in plan.values() for c in cs})
         meta["connector_versions"] = runner.versions
         for workload, contenders in plan.items():
@@ -617,17 +718,21 @@ def main(argv: list[str] | None = None) -> int:
         report += "\n## Checksum disagreements\n\n" + "\n".join(f"- {p}" for p in meta["checksum_problems"])
     (args.out / "results.json").write_text(json.dumps(
         {"meta": meta, "runs": runs, "summary": summary, "latency_summary": summarize_latency(runs),
-         "steady_summary": summarize_steady(runs), "goals": all_goals(runs)},
+         "steady_summary": summarize_steady(runs), "soak_summary": summarize_soak(runs),
+         "goals": all_goals(runs)},
         indent=2, default=str))
     (args.out / "report.md").write_text(report + "\n")
     try:
         from benchmarks.chart import write_chart
 
-        write_chart(summary, args.out / "chart.png", meta, summarize_latency(runs), summarize_steady(runs))
+        write_chart(summary, args.out / "chart.png", meta, summarize_latency(runs), summarize_steady(runs),
+                    runs)
     except ImportError as exc:
         print(f"benchmarks: no chart ({exc}); pip install matplotlib", flush=True)
     print(report)
     print(f"benchmarks: done in {meta['elapsed_seconds']:.0f}s; results in {args.out}")
+    if args.publish:
+        print(f"benchmarks: wrote {publish(args.out)}")
     config_failed = any(isinstance(d, dict) and d.get("error")
                         for r in runs for d in (r.get("latency") or {}).values())
     return 0 if all(r.get("ok") for r in runs) and not config_failed else 1

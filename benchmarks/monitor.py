@@ -20,7 +20,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TreeSampler", "tree_cpu_seconds", "machine_facts", "Usage", "LOAD_GENERATOR_MARK"]
+__all__ = ["TreeSampler", "tree_cpu_seconds", "machine_facts", "Usage", "LOAD_GENERATOR_MARK",
+           "tree_roles", "role_usage"]
 
 #: A process whose command line holds this is a load generator (the steady workload's producer,
 #: see :data:`benchmarks.steady.PRODUCER_MARK`): left out of the contender's peak memory.
@@ -119,6 +120,56 @@ class TreeSampler:
             self._stop.wait(self.interval)
 
 
+def tree_roles(root: Any, seen: dict[int, bool] | None = None) -> dict[str, list[Any]]:
+    """The live processes of ``root``'s tree (a ``psutil.Process``) by role.
+
+    ``driver_py``: the root (the contender's Python driver); ``driver_jvm``: its JVMs (Spark's
+    driver and, in local mode, its executors); ``workers``: every other Python process
+    (PySpark's daemon and workers). Load generators (:data:`LOAD_GENERATOR_MARK`) and other
+    programs are left out. ``seen`` caches the load-generator test per pid across calls.
+    """
+    import psutil
+
+    seen = {} if seen is None else seen
+    roles: dict[str, list[Any]] = {"driver_py": [], "driver_jvm": [], "workers": []}
+    for proc in _tree(root):
+        if proc.pid == root.pid:
+            roles["driver_py"].append(proc)
+            continue
+        if _is_load_generator(proc, seen):
+            continue
+        try:
+            name = proc.name()
+        except psutil.Error:
+            continue
+        if _is_driver(proc, root.pid):
+            roles["driver_jvm"].append(proc)
+        elif name.startswith("python"):
+            roles["workers"].append(proc)
+    return roles
+
+
+def role_usage(procs: list[Any], counts: bool = False) -> dict[str, float]:
+    """Summed resident memory (``rss_mb``, MiB) of ``procs`` and, with ``counts``, their open
+    file descriptors (``fds``) and threads (``threads``); ``processes`` is how many answered. A
+    process that exits meanwhile counts for nothing."""
+    import psutil
+
+    out = {"rss_mb": 0.0, "processes": 0.0, **({"fds": 0.0, "threads": 0.0} if counts else {})}
+    for proc in procs:
+        try:
+            rss = proc.memory_info().rss / 2**20
+            fds, threads = (proc.num_fds(), proc.num_threads()) if counts else (0, 0)
+        except psutil.Error:
+            continue
+        out["rss_mb"] += rss
+        out["processes"] += 1
+        if counts:
+            out["fds"] += fds
+            out["threads"] += threads
+    return out
+
+
 def _is_load_generator(proc: Any, seen: dict[int, bool]) -> bool:
     """True for the steady workload's producer JVM (a child of the contender, not part of it)."""
     import psutil
@@ -168,7 +219,9 @@ def machine_facts() -> dict[str, Any]:
             mod = __import__(module)
             version = getattr(mod, "__version__", None)
             if module == "confluent_kafka":
-                version = f"{mod.version()[0]} (librdkafka {mod.libversion()[0]})"
+                client = mod.version()  # a string in some releases, (string, int) in others
+                client = client if isinstance(client, str) else client[0]
+                version = f"{client} (librdkafka {mod.libversion()[0]})"
             facts[f"{module}_version"] = version
         except Exception:
             facts[f"{module}_version"] = None

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 __all__ = ["Contender", "CONTENDERS", "WORKLOADS", "LATENCY_WORKLOADS", "contenders_for",
-           "FAST_BACKEND_CONF", "CLUSTER_SUFFIX", "base_name",
+           "FAST_BACKEND_CONF", "CLUSTER_SUFFIX", "MULTICORE_PREFIX", "base_name", "is_fast",
            "EO_BATCH_SECONDS", "EO_RECORDS_PER_PARTITION",
            "overhead_batches", "workload_kind"]
 
@@ -24,9 +24,15 @@ WORKLOADS = {
     "overhead": "3. empty-batch overhead on an idle topic at 0.1-1 s intervals, per phase",
     "steady": "4. steady producer rate steps: end-to-end latency p50/p99 and the highest rate held",
     "exactly-once": "5. offset store cost per batch: PostgreSQL exactly-once sink and the other stores",
-    "partitions": "6. drain throughput at 1, 2, 4, 8 and 16 partitions",
+    "partitions": "6. drain throughput, consumers, connections and memory at 1, 16, 64 and 256 "
+                  "partitions",
     "planning": "7. the driver's planning per batch at 1-1,000 partitions and over 50 topics "
                 "(SubscribePattern): latest offsets, RDD creation, commitAsync",
+    "multicore": "8. a streaming drain on one standalone executor of 1, 2 and 4 cores: consumer "
+                 "creations, seeks, consumers and connections per executor, records/s",
+    "soak": "9. 30 minutes of steady input through the PostgreSQL exactly-once store: memory, fds, "
+            "threads, consumers and connections after the warm-up, exactly-once at the end "
+            "(only when named in --workloads)",
 }
 
 #: Workloads whose runs report per-batch latencies (milliseconds per phase), not throughput.
@@ -53,19 +59,23 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in [
     Contender("dk-rdd-fast", "dstream_kafka", ("drain", "json", "partitions"), "python",
               "dk-rdd with spark.streaming.kafka.consumer.backend=confluent-kafka"),
     Contender("dk-stream", "dstream_kafka", ("drain", "json", "overhead", "steady", "exactly-once",
-                                             "planning"),
+                                             "planning", "soak"),
               "python",
               "dstream_kafka direct stream, ~10 batches (maxRatePerPartition), foreachRDD; "
               "overhead: empty batches per interval and output; steady: one stream through the "
               "rate steps, commitAsync; exactly-once: one stream per store; planning: one "
-              "stream per partition count and one over 50 topics"),
+              "stream per partition count and one over 50 topics; soak: one stream with the "
+              "PostgreSQL store for the soak's minutes"),
     Contender("dk-stream-fast", "dstream_kafka", ("drain", "json", "steady"), "python",
               "dk-stream with spark.streaming.kafka.consumer.backend=confluent-kafka"),
-    Contender("dk-stream-cluster", "dstream_kafka", ("steady",), "python",
+    Contender("dk-stream-cluster", "dstream_kafka", ("steady", "multicore"), "python",
               "dk-stream on a Spark standalone cluster on loopback: two workers of one core, so "
               "two executors with one Python worker each; PreferConsistent sends each "
               "partition's task to the same executor every batch (CPU and memory figures "
-              "cover the driver only: the executors are the workers' children)"),
+              "cover the driver only: the executors are the workers' children); multicore: "
+              "one executor of 1, 2 or 4 cores, a streaming drain of ~20 batches"),
+    Contender("dk-stream-fast-cluster", "dstream_kafka", ("multicore",), "python",
+              "dk-stream-cluster with spark.streaming.kafka.consumer.backend=confluent-kafka"),
     Contender("ss-batch", "structured", ("drain", "partitions"), "python",
               "Structured Streaming batch read, load().count()"),
     Contender("ss-stream", "structured", ("drain", "overhead", "steady", "exactly-once"), "python",
@@ -114,15 +124,28 @@ CLUSTER_SUFFIX = "-cluster"
 
 
 def base_name(contender: str) -> str:
-    """The contender a variant runs (``dk-rdd-fast`` -> ``dk-rdd``, ``dk-stream-cluster`` -> ``dk-stream``)."""
-    for suffix in ("-fast", CLUSTER_SUFFIX):
+    """The contender a variant runs (``dk-rdd-fast`` -> ``dk-rdd``, ``dk-stream-fast-cluster`` ->
+    ``dk-stream``)."""
+    for suffix in (CLUSTER_SUFFIX, "-fast"):
         if contender.endswith(suffix):
-            return contender[:-len(suffix)]
+            contender = contender[:-len(suffix)]
     return contender
+
+
+def is_fast(contender: str) -> bool:
+    """True for a variant on the confluent-kafka backend (``*-fast``, ``*-fast-cluster``)."""
+    name = contender[:-len(CLUSTER_SUFFIX)] if contender.endswith(CLUSTER_SUFFIX) else contender
+    return name.endswith("-fast")
+
+
+#: Sub-workloads ``multicore-c<K>``: a streaming drain on one executor of K cores.
+MULTICORE_PREFIX = "multicore-c"
 
 
 def workload_kind(workload: str) -> str:
     """The per-record work of a (sub-)workload: ``partitions-p8`` drains like ``drain``."""
     if workload.startswith("partitions-"):
         return "drain"
+    if workload.startswith(MULTICORE_PREFIX):
+        return "multicore"
     return workload

@@ -24,6 +24,7 @@ from benchmarks.contenders import (
     EO_RECORDS_PER_PARTITION,
     FAST_BACKEND_CONF,
     base_name,
+    is_fast,
 )
 from benchmarks.monitor import tree_cpu_seconds
 
@@ -35,8 +36,8 @@ STREAM_BATCHES = 10
 STREAM_BATCH_SECONDS = 0.2
 
 
-def _per_batch_per_partition(topic: dict[str, Any]) -> int:
-    return max(1, math.ceil(topic["records"] / topic["partitions"] / STREAM_BATCHES))
+def _per_batch_per_partition(topic: dict[str, Any], batches: int = STREAM_BATCHES) -> int:
+    return max(1, math.ceil(topic["records"] / topic["partitions"] / batches))
 
 
 def _session(spec: dict[str, Any], with_kafka_jars: bool) -> tuple[Any, dict[str, Any]]:
@@ -53,7 +54,7 @@ def _session(spec: dict[str, Any], with_kafka_jars: bool) -> tuple[Any, dict[str
         extra["spark.jars"] = ",".join(str(j) for j in jars)
         info["connector"] = f"spark-sql-kafka-0-10_2.13:{version}"
     name = base_name(spec["contender"])
-    if spec["contender"].endswith("-fast"):
+    if is_fast(spec["contender"]):
         extra.update(FAST_BACKEND_CONF)
         info["backend"] = FAST_BACKEND_CONF["spark.streaming.kafka.consumer.backend"]
     if name == "dk-stream" and spec["workload"] == "exactly-once":
@@ -63,8 +64,11 @@ def _session(spec: dict[str, Any], with_kafka_jars: bool) -> tuple[Any, dict[str
         extra["spark.streaming.kafka.maxRatePerPartition"] = str(int(math.ceil(rate)))
     elif name == "dk-stream" and spec["workload"] == "steady":
         pass  # no rate limit: each batch reads everything produced since the last one
+    elif name == "dk-stream" and spec["workload"] == "soak":
+        pass  # likewise: the soak's producer sets the pace
     elif name == "dk-stream":
-        rate = _per_batch_per_partition(spec["topic"]) / STREAM_BATCH_SECONDS
+        batches = spec.get("options", {}).get("batches", STREAM_BATCHES)
+        rate = _per_batch_per_partition(spec["topic"], batches) / STREAM_BATCH_SECONDS
         extra["spark.streaming.kafka.maxRatePerPartition"] = str(int(math.ceil(rate)))
     if spec["workload"] == "overhead" and spec["contender"].startswith("ss-"):
         # One progress event per idle trigger (the default reports one every 10 s), and room
@@ -72,19 +76,29 @@ def _session(spec: dict[str, Any], with_kafka_jars: bool) -> tuple[Any, dict[str
         extra["spark.sql.streaming.noDataProgressEventInterval"] = "0"
         extra["spark.sql.streaming.numRecentProgressUpdates"] = "5000"
     master = "local[2]"
+    executors = 2
     if spec["contender"].endswith(CLUSTER_SUFFIX):
         master = spec["options"]["cluster_master"]
-        extra.update({"spark.cores.max": "2", "spark.executor.memory": "512m"})
-        info["master"] = "standalone, 2 workers x 1 core"
+        cores = spec["options"].get("executor_cores")
+        if cores:  # multicore: one executor of that many cores (Python workers)
+            executors = 1
+            extra.update({"spark.cores.max": str(cores), "spark.executor.cores": str(cores),
+                          "spark.executor.memory": "512m"})
+            info["master"] = f"standalone, 1 executor x {cores} core(s)"
+        else:  # one 1-core executor on each of the two workers
+            extra.update({"spark.cores.max": "2", "spark.executor.cores": "1",
+                          "spark.executor.memory": "512m"})
+            info["master"] = "standalone, 2 workers x 1 core"
     conf = local_spark_conf(master, app_name=f"bench-{spec['contender']}", extra=extra)
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     if master != "local[2]":
         from dstream_kafka.testing.spark_cluster import wait_for_executors
 
-        wait_for_executors(spark.sparkContext, 2)
+        wait_for_executors(spark.sparkContext, executors)
     # Warm-up: start the Python daemon and workers, as a long-running application has them.
-    spark.sparkContext.parallelize(range(4), 2).map(lambda x: x).count()
+    slots = int(spec.get("options", {}).get("executor_cores") or 2)
+    spark.sparkContext.parallelize(range(2 * slots), slots).map(lambda x: x).count()
     return spark, info
 
 
@@ -407,6 +421,15 @@ def run_pyspark(spec: dict[str, Any]) -> dict[str, Any]:
             out = _dk_exactly_once(spark.sparkContext, spec, workdir)
         elif workload == "steady":
             out = _steady(spark, spec, workdir)
+        elif workload == "soak" and name == "dk-stream":
+            from benchmarks.adapter_soak import run_soak
+
+            out = run_soak(spark.sparkContext, spec, workdir)
+        elif kind == "multicore":
+            from benchmarks.adapter_multicore import stream_multicore
+
+            out = stream_multicore(spark.sparkContext, spec["bootstrap"], topic["name"], ends,
+                                   STREAM_BATCH_SECONDS)
         elif name == "dk-rdd":
             out = adapter.drain_rdd(spark.sparkContext, spec["bootstrap"], topic["name"], ends, kind)
         elif name == "dk-stream":
@@ -427,5 +450,7 @@ def run_pyspark(spec: dict[str, Any]) -> dict[str, Any]:
         result["steps"] = out.pop("steps")
     if "latency" in out:
         result["latency"] = out.pop("latency")
+    if "soak" in out:
+        result["soak"] = out.pop("soak")
     result["extra"] = {**info, **out.pop("extra", {}), **out}
     return result

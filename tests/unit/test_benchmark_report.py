@@ -86,7 +86,8 @@ def test_markdown_table_has_ratios_goals_and_failures() -> None:
     text = markdown_report(RUNS, meta)
     assert "| ss-batch | 250 |" in text  # sorted fastest first, median shown
     assert "0.90 (0.80–0.90)" in text  # dk-rdd vs raw-kafka-python: median ratio and round range
-    assert "| drain | drain >= 0.8x the raw loop of the same backend (kafka-python) | 0.90x | yes |" in text
+    assert ("| drain | createRDD drain >= 0.9x the raw loop of the same backend (kafka-python) "
+            "| 0.90x | yes |") in text
     assert "SS Python UDF | – | not measured |" not in text  # json did not run: no json goal line
     assert "dk-rdd round 4: boom" in text
 
@@ -282,7 +283,7 @@ def test_steady_state_goal_has_one_line_per_deployment() -> None:
 def test_all_goals_joins_ratio_latency_and_steady_state_goals() -> None:
     goals = all_goals(RUNS + OVERHEAD_RUNS + EO_RUNS)
     labels = [g["goal"] for g in goals]
-    assert "drain >= 0.8x the raw loop of the same backend (kafka-python)" in labels
+    assert "createRDD drain >= 0.9x the raw loop of the same backend (kafka-python)" in labels
     assert any(label.startswith("empty-batch overhead") for label in labels)
     assert any(label.startswith("PostgreSQL exactly-once") for label in labels)
     assert any(label.startswith("steady state") for label in labels)
