@@ -29,6 +29,7 @@ __all__ = [
     "CONSUMER_BACKEND",
     "CONSUMER_BACKENDS",
     "CONSUMER_CACHE_ENABLED",
+    "CONSUMER_CACHE_PRE_POSITION",
     "CONSUMER_CACHE_INITIAL_CAPACITY",
     "CONSUMER_CACHE_LOAD_FACTOR",
     "CONSUMER_CACHE_MAX_CAPACITY",
@@ -58,6 +59,9 @@ CONSUMER_POLL_MS = "spark.streaming.kafka.consumer.poll.ms"
 CONSUMER_CACHE_INITIAL_CAPACITY = "spark.streaming.kafka.consumer.cache.initialCapacity"
 CONSUMER_CACHE_MAX_CAPACITY = "spark.streaming.kafka.consumer.cache.maxCapacity"
 CONSUMER_CACHE_LOAD_FACTOR = "spark.streaming.kafka.consumer.cache.loadFactor"
+#: Ours: after each task of a direct stream, move this Python worker's idle cached consumers
+#: of the batch's other partitions to where the next batch starts (see consumer_cache).
+CONSUMER_CACHE_PRE_POSITION = "spark.streaming.kafka.consumer.cache.prePosition"
 MAX_RATE_PER_PARTITION = "spark.streaming.kafka.maxRatePerPartition"
 MIN_RATE_PER_PARTITION = "spark.streaming.kafka.minRatePerPartition"
 ALLOW_NON_CONSECUTIVE_OFFSETS = "spark.streaming.kafka.allowNonConsecutiveOffsets"
@@ -112,6 +116,7 @@ DEFAULTS: Mapping[str, str | None] = {
     CONSUMER_CACHE_INITIAL_CAPACITY: "16",
     CONSUMER_CACHE_MAX_CAPACITY: "64",
     CONSUMER_CACHE_LOAD_FACTOR: "0.75",
+    CONSUMER_CACHE_PRE_POSITION: "true",
     MAX_RATE_PER_PARTITION: "0",
     MIN_RATE_PER_PARTITION: "1",
     ALLOW_NON_CONSECUTIVE_OFFSETS: "false",
@@ -307,6 +312,11 @@ class SparkConfReader:
     def consumer_cache_enabled(self) -> bool:
         """``spark.streaming.kafka.consumer.cache.enabled`` (default true)."""
         return self.get_bool(CONSUMER_CACHE_ENABLED)
+
+    @property
+    def consumer_cache_pre_position(self) -> bool:
+        """``spark.streaming.kafka.consumer.cache.prePosition`` (default true)."""
+        return self.get_bool(CONSUMER_CACHE_PRE_POSITION)
 
     @property
     def poll_timeout_ms(self) -> int:

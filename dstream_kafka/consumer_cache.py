@@ -52,6 +52,7 @@ __all__ = [
     "cache_size",
     "cached_consumer",
     "clear",
+    "pre_position",
     "release",
     "reset_stats",
     "stats",
@@ -262,6 +263,72 @@ def release(handle: KafkaDataConsumer) -> None:
             internal.in_use = False
             to_close.extend(_evict_locked())
     _close_all(to_close)
+
+
+def pre_position(
+    group_id: str,
+    ranges: Mapping[tuple[str, int], tuple[int, int, bool]],
+    *,
+    fingerprint: str = "",
+    backend: str = DEFAULT_BACKEND,
+) -> int:
+    """Move this process's idle cached consumers of ``group_id`` to where their next read starts.
+
+    PySpark hands each task to whichever Python worker of the executor is free, so a
+    partition's next task often runs in a worker whose cached consumer for it still stands
+    where that worker last read it, and must seek and wait for a fetch. After each task of a
+    direct stream the worker knows the batch's ranges, and Spark starts a stage's tasks in
+    partition order: a range ordered before this task's (``started`` true) is being or has
+    been read elsewhere, so its consumer here moves to the range's ``until``, where the next
+    batch starts; a later range may still be read here, so its consumer moves to ``from``.
+    Moving is a seek (:meth:`InternalKafkaConsumer.pre_position`), after which a client that
+    fetches in the background (librdkafka) queues records from there. A consumer already at its target, or at
+    ``until`` (it read the range itself), stays. Consumers in use, built from other parameters
+    or another backend, and partitions not in ``ranges`` are left alone. Returns how many
+    consumers moved; one that fails to move is closed (a new one would report the problem
+    with a read's context).
+
+    Parameters
+    ----------
+    group_id : str
+        The executor group id of the cache keys.
+    ranges : mapping
+        ``(topic, partition) -> (from, until, started)`` of the batch.
+    fingerprint, backend : str
+        As in :func:`acquire`.
+    """
+    chosen: list[tuple[InternalKafkaConsumer, int]] = []
+    with _lock:
+        for key, consumer in _cache.items():
+            if key.groupId != group_id or consumer.in_use or consumer.marked_for_close:
+                continue
+            span = ranges.get((key.topic, key.partition))
+            if span is None or consumer.fingerprint != fingerprint or consumer.backend != backend:
+                continue
+            start, until, started = span
+            target = until if started else start
+            if start >= until or consumer.next_offset in (target, until):
+                continue
+            consumer.in_use = True
+            chosen.append((consumer, target))
+    moved = 0
+    for consumer, offset in chosen:
+        try:
+            # marks itself for close when it fails
+            moved += consumer.pre_position(offset)
+        except Exception:
+            log.debug("Pre-positioning %s failed; closing it", consumer.key, exc_info=True)
+    to_close: list[InternalKafkaConsumer] = []
+    with _lock:
+        for consumer, _ in chosen:
+            consumer.in_use = False
+            if consumer.marked_for_close or _cache.get(consumer.key) is not consumer:
+                # It failed, or clear() or a retry dropped it meanwhile.
+                if _cache.get(consumer.key) is consumer:
+                    del _cache[consumer.key]
+                to_close.append(consumer)
+    _close_all(to_close)
+    return moved
 
 
 def cached_consumer(key: CacheKey) -> InternalKafkaConsumer | None:

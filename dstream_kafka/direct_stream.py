@@ -313,7 +313,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                                     leader_lookup)
         if self._read_settings is None:
             # Deferred to the first batch; read from the stream's one SparkConf copy.
-            self._read_settings = read_settings(self._conf, self._executor_params, self._use_cache
+            self._read_settings = read_settings(self._conf, self._executor_params, self._use_cache,
+                                                stream=True
                                                 )._replace(failOnDataLoss=self.failOnDataLoss)
         return build_kafka_rdd(self._sc, self._executor_params, list(ranges), hosts,
                                settings=self._read_settings)

@@ -51,7 +51,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: Names of the per-process counters, as :func:`counters_snapshot` reports them.
-COUNTERS = ("hits", "misses", "creations", "closes", "evictions", "seeks", "polls", "records")
+COUNTERS = ("hits", "misses", "creations", "closes", "evictions", "seeks", "polls", "records",
+            "prepositions")
 _counters = dict.fromkeys(COUNTERS, 0)
 _counter_lock = threading.Lock()
 # While records may never come (a gap), poll in slices this long and check the position.
@@ -196,12 +197,29 @@ class InternalKafkaConsumer:
 
     # -- buffer ------------------------------------------------------------------------------
 
-    def _seek(self, offset: int) -> None:
+    def _seek(self, offset: int, counter: str = "seeks") -> None:
         self._client().seek(offset)
         self._buffer = []
         self._index = 0
         self._next_offset = offset
-        bump("seeks")
+        bump(counter)
+
+    def pre_position(self, offset: int) -> bool:
+        """Seek to ``offset`` between tasks, so a client that fetches in the background
+        (librdkafka) has records from there queued when the next read comes.
+
+        Counted as ``prepositions``, not ``seeks``. Returns False, doing nothing, before the
+        client exists or when the consumer already stands at ``offset``.
+        """
+        if self._consumer is None or offset == self._next_offset:
+            return False
+        try:
+            self._seek(offset, "prepositions")
+            return True
+        except Exception:
+            # A read will meet the same problem and report it with its own context.
+            self.marked_for_close = True
+            raise
 
     def _poll(
         self,

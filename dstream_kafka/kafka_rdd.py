@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import logging
 import threading
 import weakref
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
@@ -31,7 +32,7 @@ from dstream_kafka._spark_internals import (
 )
 from dstream_kafka.backends import DEFAULT_BACKEND, check_backend
 from dstream_kafka.config import SparkConfReader
-from dstream_kafka.consumer_cache import CacheKey, CacheSettings, acquire
+from dstream_kafka.consumer_cache import CacheKey, CacheSettings, acquire, cache_size, pre_position
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.internal_consumer import RecordsDeletedError, counters_snapshot
 from dstream_kafka.kafka_params import params_fingerprint
@@ -47,6 +48,8 @@ __all__ = [
     "read_range",
     "read_settings",
 ]
+
+log = logging.getLogger(__name__)
 
 
 class ReadSettings(NamedTuple):
@@ -71,6 +74,11 @@ class ReadSettings(NamedTuple):
     failOnDataLoss : bool
         False: records deleted after the range was planned are skipped and reported to the
         driver (:meth:`KafkaRDD.lostOffsetRanges`) instead of failing the task.
+    prePosition : bool
+        After each task, move the worker's idle cached consumers of the RDD's other partitions
+        to where their next read starts (:func:`~dstream_kafka.consumer_cache.pre_position`):
+        true for direct streams on the confluent-kafka backend, whose client fetches in the
+        background, with ``spark.streaming.kafka.consumer.cache.prePosition`` (default true).
     """
 
     groupId: str
@@ -81,6 +89,7 @@ class ReadSettings(NamedTuple):
     fingerprint: str = ""
     backend: str = DEFAULT_BACKEND
     failOnDataLoss: bool = True
+    prePosition: bool = False
 
 
 def read_settings(
@@ -88,6 +97,7 @@ def read_settings(
     executor_params: Mapping[str, Any],
     use_cache: bool | None = None,
     poll_timeout_ms: int | None = None,
+    stream: bool = False,
 ) -> ReadSettings:
     """Read the executor settings on the driver (workers have no SparkConf).
 
@@ -95,7 +105,9 @@ def read_settings(
     direct stream passes the conf it reads its own settings from, so one stream reads one
     conf. ``use_cache=None`` takes ``spark.streaming.kafka.consumer.cache.enabled``;
     ``poll_timeout_ms=None`` takes ``spark.streaming.kafka.consumer.poll.ms`` (else
-    ``spark.network.timeout``). The consumer backend
+    ``spark.network.timeout``). ``stream`` marks a direct stream's RDDs, whose tasks
+    pre-position cached confluent-kafka consumers unless
+    ``spark.streaming.kafka.consumer.cache.prePosition`` is false. The consumer backend
     (``spark.streaming.kafka.consumer.backend``) is checked here, on the driver: selecting
     confluent-kafka without the package raises
     :class:`~dstream_kafka.errors.MissingDependencyError` before any job runs.
@@ -122,6 +134,8 @@ def read_settings(
         cache=cache,
         fingerprint=params_fingerprint(executor_params),
         backend=backend,
+        # kafka-python fetches only inside a read: moving its consumers ahead saves nothing.
+        prePosition=stream and backend == "confluent-kafka" and conf.consumer_cache_pre_position,
     )
 
 
@@ -209,11 +223,42 @@ def _partition_reader(
             descriptors.append(descriptor)
         readers = [read_range(descriptor, kafka_config, settings, on_lost)
                    for descriptor in descriptors]
+        if settings.prePosition and settings.useCache and descriptors:
+            # Before reading (the previous batch's guesses may have been wrong) and after.
+            mover = _PrePositioner(settings, ranges, descriptors)
+            readers = [mover.step(), *readers, mover.step()]
         if cache_counters is not None:  # the driver's sum of executor counters (metrics.py)
             readers.append(report_cache_counters(cache_counters, before))
         return _ChainedReaders.of(readers)
 
     return read_partition
+
+
+class _PrePositioner:
+    """Pre-positions a worker's idle cached consumers of the RDD's other partitions
+    (:func:`~dstream_kafka.consumer_cache.pre_position`); ranges of RDD partitions before this
+    task's count as started, Spark starting a stage's tasks in partition order."""
+
+    def __init__(self, settings: ReadSettings, ranges: Sequence[tuple[Any, ...]],
+                 descriptors: Sequence[tuple[Any, ...]]) -> None:
+        self.settings = settings
+        self.ranges = ranges
+        self.index = max(d[0] for d in descriptors)
+        self.own = {(d[1], d[2]) for d in descriptors}  # this task's reads seek on their own
+        self.spans: dict[tuple[str, int], tuple[int, int, bool]] | None = None
+
+    def step(self) -> Generator[ConsumerRecord, None, None]:
+        """A reader that yields nothing and moves the consumers once reached."""
+        if cache_size() > 1:  # one consumer: this task's own
+            if self.spans is None:
+                self.spans = {(d[1], d[2]): (d[3], d[4], d[0] < self.index) for d in self.ranges
+                              if (d[1], d[2]) not in self.own}
+            try:
+                pre_position(self.settings.groupId, self.spans,
+                             fingerprint=self.settings.fingerprint, backend=self.settings.backend)
+            except Exception:  # an optimisation: never the reason a task fails
+                log.debug("Pre-positioning cached consumers failed", exc_info=True)
+        yield from ()
 
 
 #: Located source RDDs kept per SparkContext (a stream reuses one while its partitions and

@@ -235,3 +235,65 @@ def test_second_job_over_successor_ranges_creates_no_consumer_and_seeks_nowhere(
     assert (
         len({out[k]["pid"] for k in ("before", "after_first", "after_second", "after_jump")}) == 1
     )
+
+
+def _two_partition_topic(kafka: Any, unique: Any) -> str:
+    """Partitions 0 and 1, values "<partition>-<offset>" at offsets 0 .. 299 of each."""
+    name = unique("prepos")
+    kafka.create_topic(name, partitions=2)
+    for p in (0, 1):
+        kafka.produce(name, [f"{p}-{i}" for i in range(300)], partition=p)
+    return name
+
+
+def test_a_worker_moves_its_consumer_of_a_range_read_elsewhere_so_the_next_batch_needs_no_seek(
+        kafka, unique):
+    from dstream_kafka.kafka_params import params_fingerprint
+    from dstream_kafka.kafka_rdd import ReadSettings, _partition_reader
+
+    topic = _two_partition_topic(kafka, unique)
+    key, config = _setup(kafka, topic, unique("g"))
+    settings = ReadSettings(groupId=key.groupId, pollTimeoutMs=TIMEOUT_MS,
+                            fingerprint=params_fingerprint(config), backend="confluent-kafka",
+                            prePosition=True)
+
+    def task(ranges: list[tuple[int, int]], index: int) -> list[str]:
+        """Run RDD partition ``index`` of a batch of ``ranges`` (per partition) in this worker."""
+        descriptors = [(i, topic, p, start, until) for i, (p, (start, until))
+                       in enumerate(zip((0, 1), ranges))]
+        read = _partition_reader(config, settings, descriptors)
+        return [r.value for r in read(index, [(index, topic, (0, 1)[index])])]
+
+    # batch 1: this worker reads both partitions; batch 2: partition 0's range runs in another
+    # worker (index 0, started first), this worker reads partition 1 (index 1)
+    assert task([(0, 100), (0, 100)], 0) == [f"0-{i}" for i in range(100)]
+    assert task([(0, 100), (0, 100)], 1) == [f"1-{i}" for i in range(100)]
+    before = consumer_cache.stats()
+    assert task([(100, 200), (100, 200)], 1) == [f"1-{i}" for i in range(100, 200)]
+    moved = _delta(before, consumer_cache.stats(), "prepositions", "seeks")
+    assert moved == {"prepositions": 1, "seeks": 0}
+    assert consumer_cache.cached_consumer(CacheKey(key.groupId, topic, 0)).next_offset == 200
+    # batch 3 lands partition 0 here: its consumer is in place, and reads exactly its range
+    before = consumer_cache.stats()
+    assert task([(200, 300), (200, 300)], 0) == [f"0-{i}" for i in range(200, 300)]
+    assert _delta(before, consumer_cache.stats(), "seeks", "creations") == {"seeks": 0,
+                                                                            "creations": 0}
+
+
+def test_streams_pre_position_only_confluent_consumers(sc, kafka, unique):
+    from dstream_kafka.kafka_rdd import read_settings
+
+    _, config = _setup(kafka, unique("t"), unique("g"))
+    backend_key = "spark.streaming.kafka.consumer.backend"
+    try:
+        sc._conf.set(backend_key, "confluent-kafka")
+        assert read_settings(sc, config, stream=True).prePosition
+        assert not read_settings(sc, config).prePosition  # createRDD: no next batch
+        sc._conf.set("spark.streaming.kafka.consumer.cache.prePosition", "false")
+        assert not read_settings(sc, config, stream=True).prePosition
+        sc._conf.set("spark.streaming.kafka.consumer.cache.prePosition", "true")
+        sc._conf.set(backend_key, "kafka-python")
+        assert not read_settings(sc, config, stream=True).prePosition
+    finally:
+        sc._conf.set(backend_key, "kafka-python")
+        sc._conf.set("spark.streaming.kafka.consumer.cache.prePosition", "true")

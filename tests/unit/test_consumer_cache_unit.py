@@ -193,3 +193,105 @@ def test_threads_never_hold_the_same_cached_consumer_at_once(caplog):
         t.join()
     assert errors == []
     assert consumer_cache.stats()["in_use"] == 0
+
+
+class _LogClient:
+    """A client over an in-memory partition log of offsets 0..size-1 (items are offsets)."""
+
+    offset_of = staticmethod(int)
+
+    def __init__(self, size: int = 100, fail: bool = False) -> None:
+        self.size, self.fail = size, fail
+        self.position_ = 0
+        self.seeks: list[int] = []
+        self.fetches = 0
+
+    def seek(self, offset: int) -> None:
+        if self.fail:
+            raise RuntimeError("broker gone")
+        self.seeks.append(offset)
+        self.position_ = offset
+
+    def fetch(self, timeout_ms: int, max_records: int | None = None) -> list[int]:
+        self.fetches += 1
+        end = min(self.size, self.position_ + (max_records or 10))
+        items, self.position_ = list(range(self.position_, end)), end
+        return items
+
+    def to_record(self, item: int) -> int:
+        return item
+
+    def position(self) -> int:
+        return self.position_
+
+    def close(self) -> None:
+        pass
+
+
+def _cached_at(key: CacheKey, offset: int, **client: int | bool) -> consumer_cache.InternalKafkaConsumer:
+    """A cached, idle consumer whose client last read up to ``offset``."""
+    handle = acquire(key, CONFIG, attempt_number=0)
+    handle.internal._consumer = _LogClient(**client)  # type: ignore[assignment]
+    if offset:
+        list(handle.internal.iter_range(0, offset, 1000))
+    handle.release()
+    return handle.internal
+
+
+def test_pre_position_moves_a_started_range_s_consumer_to_its_end():
+    stale = _cached_at(K1, 10)
+    moved = consumer_cache.pre_position("spark-executor-g", {("t", 1): (30, 40, True)})
+    assert moved == 1
+    assert stale.next_offset == 40
+    assert stale._consumer.seeks[-1] == 40
+    assert consumer_cache.stats()["prepositions"] == 1
+    seeks = consumer_cache.stats()["seeks"]
+    assert [r for r in stale.iter_range(40, 45, 1000)] == [40, 41, 42, 43, 44]
+    assert consumer_cache.stats()["seeks"] == seeks  # the next batch's read needs no seek
+
+
+def test_a_range_not_started_yet_gets_its_consumer_moved_to_its_start():
+    stale = _cached_at(K1, 10)
+    assert consumer_cache.pre_position("spark-executor-g", {("t", 1): (30, 40, False)}) == 1
+    assert stale.next_offset == 30
+
+
+def test_a_started_range_read_elsewhere_moves_this_worker_s_consumer_from_its_start():
+    behind = _cached_at(K1, 30)  # this worker read up to 30 last batch; 30-40 was read elsewhere
+    assert consumer_cache.pre_position("spark-executor-g", {("t", 1): (30, 40, True)}) == 1
+    assert behind.next_offset == 40
+
+
+def test_consumers_at_their_target_or_at_the_range_end_stay():
+    ready = _cached_at(K1, 30)
+    done = _cached_at(K2, 40)
+    spans = {("t", 1): (30, 40, False), ("t", 2): (30, 40, False)}
+    assert consumer_cache.pre_position("spark-executor-g", spans) == 0
+    assert ready.next_offset == 30 and done.next_offset == 40
+
+
+def test_pre_position_leaves_consumers_in_use_of_other_groups_and_of_other_partitions():
+    in_use = acquire(K0, CONFIG, attempt_number=0)
+    in_use.internal._consumer = _LogClient()  # type: ignore[assignment]
+    other_group = _cached_at(CacheKey("spark-executor-h", "t", 1), 5)
+    unplanned = _cached_at(K2, 5)
+    spans = {("t", 0): (10, 20, True), ("t", 1): (10, 20, True)}
+    assert consumer_cache.pre_position("spark-executor-g", spans) == 0
+    assert other_group.next_offset == 5 and unplanned.next_offset == 5
+    assert in_use.internal._consumer.seeks == []
+    in_use.release()
+
+
+def test_a_consumer_that_fails_to_pre_position_is_closed_and_dropped():
+    broken = _cached_at(K1, 10)
+    broken._consumer.fail = True  # type: ignore[union-attr]
+    assert consumer_cache.pre_position("spark-executor-g", {("t", 1): (20, 30, True)}) == 0
+    assert broken.closed and consumer_cache.cached_consumer(K1) is None
+
+
+def test_a_consumer_without_a_client_yet_is_not_created_by_pre_positioning():
+    fresh = acquire(K1, CONFIG, attempt_number=0)
+    fresh.release()
+    assert consumer_cache.pre_position("spark-executor-g", {("t", 1): (20, 30, True)}) == 0
+    assert fresh.internal._consumer is None
+    assert consumer_cache.stats()["creations"] == 0
