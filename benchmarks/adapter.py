@@ -81,7 +81,7 @@ def _cache_stats() -> dict[str, Any]:
 class CacheTracker:
     """Turn per-worker cumulative cache counters into per-batch deltas."""
 
-    KEYS = ("creations", "seeks", "misses", "hits", "polls")
+    KEYS = ("creations", "seeks", "misses", "hits", "polls", "prepositions")
 
     def __init__(self) -> None:
         self._last: dict[int, dict[str, int]] = {}

@@ -17,9 +17,10 @@ __all__ = ["summarize_multicore", "multicore_lines", "check_multicore_goals",
 #: Goal: the extra read time of tasks that seeked, as a share of all steady read time.
 SEEK_OVERHEAD_GOAL = 0.05
 #: Figures of :func:`~benchmarks.adapter_multicore.multicore_summary` taken as medians.
-MULTICORE_FIGURES = ("seeks_per_batch", "seeking_tasks_share", "creations_after_warm",
+MULTICORE_FIGURES = ("seeks_per_batch", "prepositions_per_batch", "seeking_tasks_share", "creations_after_warm",
                      "consumers_per_partition", "tcp_connections", "workers", "workers_rss_mb",
-                     "read_ms_per_10k_no_seek", "read_ms_per_10k_seek", "seek_overhead_share")
+                     "read_ms_per_10k_no_seek", "read_ms_per_10k_seek", "read_ms_per_10k_creation",
+                     "seek_overhead_share")
 
 
 def _cores(workload: str) -> int | None:
@@ -65,7 +66,7 @@ def multicore_lines(summary: dict[int, dict[str, dict[str, Any]]]) -> list[str]:
     if not summary:
         return []
     head = ["cores", "contender", "records/s", "spread", "x 1 core", "seeks / steady batch",
-            "tasks that seeked", "creations after batch 1", "consumers / partition",
+            "pre-positioned / batch", "tasks that seeked", "creations after batch 1", "consumers / partition",
             "TCP connections", "workers RSS MiB", "read ms / 10k rec", "read ms / 10k rec (seeked)",
             "seek overhead"]
     lines = ["## Workload: multicore (one standalone executor of K cores, streaming drain)", "",
@@ -81,7 +82,8 @@ def multicore_lines(summary: dict[int, dict[str, dict[str, Any]]]) -> list[str]:
             rel = (e["records_per_s"] / base if base and e["records_per_s"] is not None else None)
             lines.append("| " + " | ".join([
                 str(cores), name, _num(e["records_per_s"]), _num(e["spread"], 0, True),
-                _num(rel, 2), _num(e["seeks_per_batch"], 1), _num(e["seeking_tasks_share"], 0, True),
+                _num(rel, 2), _num(e["seeks_per_batch"], 1), _num(e["prepositions_per_batch"], 1),
+                _num(e["seeking_tasks_share"], 0, True),
                 _num(e["creations_after_warm"]), _num(e["consumers_per_partition"], 2),
                 _num(e["tcp_connections"]), _num(e["workers_rss_mb"]),
                 _num(e["read_ms_per_10k_no_seek"], 1), _num(e["read_ms_per_10k_seek"], 1),

@@ -26,9 +26,9 @@ RESOURCES = {"workers": 2, "consumers_cached": 8, "tcp_connections": 8, "workers
 
 
 def test_a_task_tuple_becomes_a_row_with_milliseconds() -> None:
-    row = task_row(3, (100, 10_000, 42, {}, 5, 0.25, 1, 0))
+    row = task_row(3, (100, 10_000, 42, {}, 5, 0.25, 1, 0, 7))
     assert row == {"batch": 3, "partition": 5, "pid": 42, "records": 100, "read_ms": 250.0,
-                   "seeks": 1, "creations": 0}
+                   "seeks": 1, "creations": 0, "prepositions": 7}
 
 
 def test_the_first_batch_is_left_out_of_the_steady_seeks() -> None:
@@ -100,7 +100,7 @@ def test_failed_and_warm_up_runs_stay_out_of_the_summary() -> None:
 def test_the_table_shows_each_core_count_relative_to_one_core() -> None:
     runs = [_run(1, "dk-stream-cluster", 100.0, ONE), _run(2, "dk-stream-cluster", 120.0, TWO)]
     text = "\n".join(multicore_lines(summarize_multicore(runs)))
-    assert "| 2 | dk-stream-cluster | 120 | – | 1.20 | 8.0 | 50% |" in text
+    assert "| 2 | dk-stream-cluster | 120 | – | 1.20 | 8.0 | – | 50% |" in text
     assert "20.0%" in text
 
 
@@ -127,3 +127,13 @@ def test_the_fast_cluster_variant_runs_the_stream_on_the_fast_backend() -> None:
     assert is_fast("dk-stream-fast-cluster") and is_fast("dk-rdd-fast")
     assert not is_fast("dk-stream-cluster")
     assert "multicore" in {w for c in contenders_for("multicore") for w in c.workloads}
+
+
+def test_a_new_consumer_s_first_positioning_counts_as_its_creation_not_as_a_seek() -> None:
+    rows = [_row(1, 0, 1, 1000, 30.0, seeks=1, creations=1), _row(1, 1, 2, 1000, 10.0),
+            _row(2, 0, 1, 1000, 10.0), _row(2, 1, 2, 1000, 10.0)]
+    out = multicore_summary(rows, 2, RESOURCES)
+    assert out["seeks_per_batch"] == 0 and out["seeking_tasks_share"] == 0
+    assert out["creations_after_warm"] == 1
+    assert out["read_ms_per_10k_creation"] == pytest.approx(300.0)
+    assert out["seek_overhead_share"] is None
