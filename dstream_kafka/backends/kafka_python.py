@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +22,14 @@ log = logging.getLogger(__name__)
 #: a whole fetch (about 9,000 records of 100 B with the 1 MiB default) lets that fetch run
 #: while the records are processed; its default of 500 leaves the fetch for the next poll.
 DEFAULT_BATCH = 10000
+#: Poll slice of a consumer's first fetch. Until the partition's leader is known, kafka-python
+#: sleeps ``retry_backoff_ms`` (100 ms) per idle poll; short polls see the metadata arrive.
+FIRST_FETCH_SLICE_MS = 5
+
+# The broker version (kafka-python's api_version) each bootstrap list answered with in this
+# process: a worker's later consumers skip the version bootstrap (about 100 ms each).
+_broker_versions: dict[str, Any] = {}
+_versions_lock = threading.Lock()
 
 
 class KafkaPythonBackend:
@@ -45,6 +55,13 @@ class KafkaPythonBackend:
         self._value = record_decoder(
             config.pop("value_deserializer", None), "value", topic, partition)
         self._batch = int(config.get("max_poll_records") or DEFAULT_BATCH)
+        self._fetched = False
+        servers = str(config.get("bootstrap_servers"))
+        if config.get("api_version") is None:
+            with _versions_lock:
+                known = _broker_versions.get(servers)
+            if known is not None:
+                config["api_version"] = known
         try:
             consumer = KafkaConsumer(**config)
         except Exception as exc:
@@ -53,6 +70,10 @@ class KafkaPythonBackend:
             if error is None:
                 raise
             raise error from None
+        version = consumer.config.get("api_version")
+        if isinstance(version, tuple):
+            with _versions_lock:
+                _broker_versions.setdefault(servers, version)
         consumer.assign([self.topic_partition])
         self._consumer = consumer
 
@@ -76,12 +97,22 @@ class KafkaPythonBackend:
         from kafka.errors import OffsetOutOfRangeError
 
         limit = self._batch if max_records is None else min(max_records, self._batch)
+        deadline = time.monotonic() + timeout_ms / 1000
         try:
-            batch = self._consumer.poll(timeout_ms=timeout_ms, max_records=limit).get(
-                self.topic_partition
-            )
+            while True:
+                wait = timeout_ms if self._fetched else min(timeout_ms, FIRST_FETCH_SLICE_MS)
+                batch = self._consumer.poll(timeout_ms=wait, max_records=limit).get(
+                    self.topic_partition
+                )
+                if batch or self._fetched:
+                    break
+                timeout_ms = max(0, int((deadline - time.monotonic()) * 1000))
+                if timeout_ms <= 0:
+                    break
         except OffsetOutOfRangeError:
             raise OffsetOutOfRange() from None
+        if batch:
+            self._fetched = True
         return batch or []
 
     def position(self) -> int:

@@ -297,3 +297,20 @@ def test_streams_pre_position_only_confluent_consumers(sc, kafka, unique):
     finally:
         sc._conf.set(backend_key, "kafka-python")
         sc._conf.set("spark.streaming.kafka.consumer.cache.prePosition", "true")
+
+
+def test_a_worker_s_later_kafka_python_consumers_reuse_the_broker_version_its_first_learned(
+        kafka, filled):
+    from dstream_kafka.backends import kafka_python
+
+    config = fix_kafka_params({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "g"})
+    kafka_python._broker_versions.pop(str(config["bootstrap_servers"]), None)
+    first = kafka_python.KafkaPythonBackend(filled, 0, config)
+    learned = kafka_python._broker_versions[str(config["bootstrap_servers"])]
+    assert learned[0] >= 4  # KRaft broker of Kafka 4
+    second = kafka_python.KafkaPythonBackend(filled, 0, config)
+    assert second._consumer.config["api_version"] == learned
+    second.seek(10)
+    assert [second.offset_of(r) for r in second.fetch(TIMEOUT_MS, 3)] == [10, 11, 12]
+    first.close()
+    second.close()

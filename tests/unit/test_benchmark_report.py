@@ -469,7 +469,8 @@ def test_cache_tracker_shared_by_streams_summarizes_each_from_its_first_batch() 
     s = tracker.summary(since=since)
     assert s["batches"] == 2
     assert s["first_batch"]["creations"] == 4  # B's own consumers, not A's as well
-    assert s["after_first_total"] == {"creations": 0, "seeks": 1, "misses": 0, "hits": 0, "polls": 4}
+    assert s["after_first_total"] == {"creations": 0, "seeks": 1, "misses": 0, "hits": 0, "polls": 4,
+                                      "prepositions": 0}
     assert s["per_batch"]["seeks"] == [4, 1]
     assert tracker.summary()["batches"] == 4
 
