@@ -110,9 +110,20 @@ def results_page(results: dict[str, Any], report: str, commit: str, chart: str |
 
 
 def publish(run_dir: Path, repo: Path = _REPO, commit: str | None = None) -> Path:
-    """Write ``RESULTS.md`` (and its chart) into ``repo`` from the run in ``run_dir``."""
+    """Write ``RESULTS.md`` (and its chart) into ``repo`` from the run in ``run_dir``.
+
+    The report and the goals are computed again from the run records of ``results.json``
+    (pure functions), so a republished page shows the current tables and goal checks.
+    """
+    from benchmarks.report import all_goals, markdown_report
+
     results = json.loads((run_dir / "results.json").read_text())
-    report = (run_dir / "report.md").read_text()
+    runs, meta = results.get("runs") or [], results.get("meta") or {}
+    report = markdown_report(runs, meta)
+    if meta.get("checksum_problems"):
+        report += ("\n## Checksum disagreements\n\n"
+                   + "\n".join(f"- {p}" for p in meta["checksum_problems"]))
+    results = {**results, "goals": all_goals(runs)}
     chart = None
     if (run_dir / "chart.png").exists():
         shutil.copyfile(run_dir / "chart.png", repo / CHART)

@@ -103,7 +103,7 @@ def check_multicore_goals(summary: dict[int, dict[str, dict[str, Any]]]) -> list
             consumers = e.get("consumers_per_partition")
             goals.append({
                 "workload": workload, "contender": name,
-                "goal": f"one consumer per partition per executor ({cores}-core executor)",
+                "goal": f"one consumer per partition per executor ({name}, {cores}-core executor)",
                 "value": consumers, "limit": 1.0,
                 "measured": "–" if consumers is None else f"{consumers:.2f} per partition",
                 "met": None if consumers is None else consumers <= 1.0})
@@ -120,6 +120,6 @@ def check_multicore_goals(summary: dict[int, dict[str, dict[str, Any]]]) -> list
             goals.append({
                 "workload": workload, "contender": name,
                 "goal": f"seeks per steady batch close to zero (<= 5% of tasks) or their cost "
-                        f"<= {SEEK_OVERHEAD_GOAL:.0%} of read time ({cores}-core executor)",
+                        f"<= {SEEK_OVERHEAD_GOAL:.0%} of read time ({name}, {cores}-core executor)",
                 "value": overhead, "limit": SEEK_OVERHEAD_GOAL, "measured": measured, "met": met})
     return goals

@@ -10,6 +10,7 @@ import pytest
 from benchmarks.publish import main, publish, results_page
 
 META = {"command": "python -m benchmarks --publish", "started_utc": "2026-11-24T23:00:00+00:00",
+        "records": 1_000_000, "value_bytes": 100, "partitions": 4, "repetitions": 2, "warmup": 1,
         "elapsed_seconds": 5400, "kafka_version": "4.1.1",
         "machine": {"nproc": 2, "cpu": "Xeon", "memory_gib": 23.5, "platform": "Linux",
                     "python": "3.11.7", "pyspark_version": "4.3.0", "kafka_version": "3.0.12",
@@ -53,17 +54,26 @@ def test_a_quick_run_is_marked_as_not_a_full_run() -> None:
     assert "**Not a full run: quick settings." in page
 
 
-def test_publish_writes_the_page_and_copies_the_chart(tmp_path: Path) -> None:
+def test_publish_writes_the_page_from_the_run_records_and_copies_the_chart(tmp_path: Path) -> None:
     run, repo = tmp_path / "run", tmp_path / "repo"
     run.mkdir()
     (repo / "benchmarks").mkdir(parents=True)
-    (run / "results.json").write_text(json.dumps({"meta": {**META, "commit": "feed42"}, "goals": GOALS}))
-    (run / "report.md").write_text(REPORT)
+    runs = [{"workload": "multicore-c2", "contender": "dk-stream-cluster", "ok": True,
+             "warmup": False, "records_per_s": 70_000.0, "round": 1,
+             "extra": {"multicore": {"consumers_per_partition": 2.0, "seeking_tasks_share": 0.0,
+                                     "seeks_per_batch": 0.0}}}]
+    stale_goals = [{"workload": "old", "goal": "a goal no longer checked", "met": True}]
+    (run / "results.json").write_text(json.dumps(
+        {"meta": {**META, "commit": "feed42"}, "runs": runs, "goals": stale_goals}))
+    (run / "report.md").write_text("# an old report\n")
     (run / "chart.png").write_bytes(b"png")
     (repo / "benchmarks" / "RESULTS-analysis.md").write_text("## Analysis\n\nkept by hand\n")
     page = publish(run, repo=repo).read_text()
     assert "`feed42`" in page  # the commit recorded when the run started
     assert "kept by hand" in page
+    assert "a goal no longer checked" not in page and "an old report" not in page
+    assert "one consumer per partition per executor (dk-stream-cluster, 2-core executor)" in page
+    assert "### Workload: multicore" in page
     assert (repo / "benchmarks" / "RESULTS-chart.png").read_bytes() == b"png"
 
 
