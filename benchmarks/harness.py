@@ -58,7 +58,7 @@ from benchmarks.monitor import TreeSampler, machine_facts
 from benchmarks.publish import git_commit, publish
 from dstream_kafka.services.maven import KAFKA_VERSION
 from benchmarks.report import all_goals, markdown_report, summarize, summarize_latency
-from benchmarks.report_steady import summarize_steady
+from benchmarks.report_steady import pooled_run, summarize_steady
 from benchmarks.report_soak import finish_soak, soak_status, summarize_soak
 
 __all__ = ["main", "parse_args", "expand_plan", "workload_options", "rounds_for"]
@@ -376,12 +376,8 @@ class Runner:
     def _finish_steady(record: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
         """A steady run: keep its rate steps; ok when at least one measured step has batches."""
         steps = result.get("steps") or []
-        records, cpu = int(result.get("records") or 0), result.get("cpu_seconds")
-        record.update(kind="steady", records=records, expected=None, checksum=None,
-                      seconds=float(result.get("seconds") or 0.0), extra=result.get("extra", {}),
-                      steps=steps, records_per_s=None, mb_per_s=None, cpu_seconds=cpu,
-                      cpu_s_per_million=cpu / records * 1e6 if cpu is not None and records else None,
-                      cpu_scope="rate steps, process tree without the producer")
+        pooled_run(record, result, "steady", "rate steps, process tree without the producer",
+                   steps=steps)
         if not any(s.get("batches") for s in steps if not s.get("warmup")):
             skipped = next((s["skipped"] for s in steps if s.get("skipped")), None)
             record["error"] = "no measured step committed a batch" + (f": {skipped}" if skipped else "")

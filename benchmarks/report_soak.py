@@ -21,6 +21,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Sequence
 
+from benchmarks.report_steady import pooled_run
+
 __all__ = ["MEMORY_GOAL", "MEMORY_WINDOW_SECONDS", "MIN_WINDOW_SAMPLES", "MEMORY_KEYS",
            "COUNT_GOALS", "judged_samples", "memory_growth", "count_growth", "kept_up",
            "summarize_soak", "check_soak_goals", "soak_lines", "soak_status", "finish_soak"]
@@ -354,12 +356,8 @@ def finish_soak(record: dict[str, Any], result: dict[str, Any]) -> dict[str, Any
     """A soak run's record (the harness's ``Runner``): keep ``soak``; ok when it has samples and
     an exactly-once verification (whether it held is a goal, not a failure of the run)."""
     soak = result.get("soak") or {}
-    records, cpu = int(result.get("records") or 0), result.get("cpu_seconds")
-    record.update(kind="soak", records=records, expected=None, checksum=None,
-                  seconds=float(result.get("seconds") or 0.0), extra=result.get("extra", {}),
-                  soak=soak, records_per_s=None, mb_per_s=None, cpu_seconds=cpu,
-                  cpu_s_per_million=cpu / records * 1e6 if cpu is not None and records else None,
-                  cpu_scope="the whole soak, process tree without the producer")
+    pooled_run(record, result, "soak", "the whole soak, process tree without the producer",
+               soak=soak)
     if not soak.get("samples"):
         record["error"] = "the soak took no samples"
         return record

@@ -11,10 +11,24 @@ from __future__ import annotations
 import statistics
 from typing import Any, Sequence
 
-__all__ = ["summarize_steady", "steady_lines", "STEADY_RIVAL"]
+__all__ = ["summarize_steady", "steady_lines", "STEADY_RIVAL", "pooled_run"]
 
 #: The contender every dstream_kafka stream is divided by in the steady table.
 STEADY_RIVAL = "ss-stream"
+
+
+def pooled_run(record: dict[str, Any], result: dict[str, Any], kind: str, cpu_scope: str,
+               **kept: Any) -> dict[str, Any]:
+    """Fill a run record of a workload that pools many batches (``steady``, ``soak``): its
+    records, seconds and CPU per million records, no throughput figures, and ``kept`` (the
+    workload's own results). Whether the run is ok is the caller's decision."""
+    records, cpu = int(result.get("records") or 0), result.get("cpu_seconds")
+    record.update(kind=kind, records=records, expected=None, checksum=None,
+                  seconds=float(result.get("seconds") or 0.0), extra=result.get("extra", {}),
+                  records_per_s=None, mb_per_s=None, cpu_seconds=cpu,
+                  cpu_s_per_million=cpu / records * 1e6 if cpu is not None and records else None,
+                  cpu_scope=cpu_scope, **kept)
+    return record
 
 
 def _median(values: Sequence[Any]) -> float | None:

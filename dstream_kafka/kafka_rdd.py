@@ -30,7 +30,7 @@ from dstream_kafka._spark_internals import (
     python_rdd,
     source_preferred_locations,
 )
-from dstream_kafka.backends import DEFAULT_BACKEND, check_backend
+from dstream_kafka.backends import CONFLUENT, DEFAULT_BACKEND, check_backend
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.consumer_cache import CacheKey, CacheSettings, acquire, cache_size, pre_position
 from dstream_kafka.errors import ConfigurationError
@@ -135,7 +135,7 @@ def read_settings(
         fingerprint=params_fingerprint(executor_params),
         backend=backend,
         # kafka-python fetches only inside a read: moving its consumers ahead saves nothing.
-        prePosition=stream and backend == "confluent-kafka" and conf.consumer_cache_pre_position,
+        prePosition=stream and backend == CONFLUENT and conf.consumer_cache_pre_position,
     )
 
 
