@@ -33,6 +33,18 @@ def wait_until(predicate: Callable[[], object], what: str = "the condition",
         time.sleep(interval)
 
 
+def poll_as_member(consumer: Any, timeout_ms: int = 100) -> Any:
+    """Poll ``consumer`` once as a live group member: a rejoin kafka-python left stranded first.
+
+    kafka-python 3.0.12 can leave a member REBALANCING with no rejoin wanted (see
+    ``_kafka_internals.keep_rejoin_wanted``); polling alone then never brings its assignment.
+    """
+    from dstream_kafka import _kafka_internals
+
+    _kafka_internals.keep_rejoin_wanted(consumer)
+    return consumer.poll(timeout_ms=timeout_ms)
+
+
 def collect(ssc: StreamingContext, stream: DStream[Any], n: int,
             sort_each: bool = False) -> list[list[Any]]:
     """Start ``ssc``, stop it after ``n`` batches of ``stream`` and return their records.

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # `tests.crash` fr
 
 from tests.crash.harness import Services, TrialSpec, run_trial  # noqa: E402
 
-from support import wait_until  # noqa: E402
+from support import poll_as_member, wait_until  # noqa: E402
 
 # each trial starts, SIGKILLs and restarts a driver program three times: about 35 s
 pytestmark = pytest.mark.slow
@@ -134,13 +134,8 @@ class GroupHolder:
         self._thread.start()
 
     def _poll(self) -> None:
-        from dstream_kafka import _kafka_internals
-
         while not self._stop.is_set():  # polling keeps it in the group and through rebalances
-            # kafka-python can strand a member mid-rebalance (see keep_rejoin_wanted), as the
-            # streams' own driver consumers are kept from
-            _kafka_internals.keep_rejoin_wanted(self.consumer)
-            self.consumer.poll(timeout_ms=100)
+            poll_as_member(self.consumer)
 
     def assignment(self) -> set[int]:
         return {tp.partition for tp in self.consumer.assignment()}

@@ -95,8 +95,7 @@ def test_a_kafka_group_store_commits_through_a_member_left_stranded_mid_rebalanc
     commits then fail with RebalanceInProgressError. The store finishes the rejoin and commits."""
     from kafka import KafkaConsumer
     from kafka.coordinator.base import MemberState
-
-    from dstream_kafka import _kafka_internals
+    from support import poll_as_member
 
     topic, group = unique("t"), unique("g")
     kafka.create_topic(topic)
@@ -107,8 +106,7 @@ def test_a_kafka_group_store_commits_through_a_member_left_stranded_mid_rebalanc
         consumer.subscribe([topic])
         deadline = time.monotonic() + 60
         while not consumer.assignment() and time.monotonic() < deadline:
-            _kafka_internals.keep_rejoin_wanted(consumer)  # the join itself can strand (see above)
-            consumer.poll(timeout_ms=100)
+            poll_as_member(consumer)  # the join itself can strand (see above)
         assert consumer.assignment()
         store.bind_consumer(consumer, threading.Lock())
         consumer._coordinator.state = MemberState.REBALANCING  # the state the bug leaves

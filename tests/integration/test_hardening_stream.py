@@ -14,7 +14,7 @@ import time
 from typing import Any, Callable, Iterator
 
 import pytest
-from support import STRING_DESERIALIZER, wait_until
+from support import STRING_DESERIALIZER, poll_as_member, wait_until
 
 from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetRange
 from dstream_kafka._spark_internals import live_conf
@@ -115,7 +115,7 @@ def _holder(kafka: Any, topic: str, group: str) -> Any:
 
     holder = KafkaConsumer(topic, bootstrap_servers=kafka.bootstrap_servers, group_id=group,
                            enable_auto_commit=False)
-    wait_until(lambda: holder.poll(timeout_ms=100) is not None and holder.assignment(),
+    wait_until(lambda: poll_as_member(holder) is not None and holder.assignment(),
                "the holder's assignment")
     return holder
 
@@ -138,8 +138,9 @@ def test_a_stream_whose_group_assigns_it_nothing_fails_naming_the_group_and_the_
                                  ".*spark.streaming.kafka.assignmentTimeout"):
             ssc.start()
         assert time.monotonic() - started < 20
-        holder.poll(timeout_ms=100)  # the holder answers the rebalance the stream caused
-        wait_until(lambda: _members(kafka, group) == 1, "the stream to leave the group", timeout=20)
+        # the holder answers the rebalance the stream caused, and stays a member while it leaves
+        wait_until(lambda: poll_as_member(holder) is not None and _members(kafka, group) == 1,
+                   "the stream to leave the group", timeout=20)
     finally:
         holder.close()
 
