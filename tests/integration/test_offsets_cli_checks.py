@@ -52,6 +52,18 @@ def test_a_read_only_command_on_a_missing_store_says_no_such_store_and_creates_n
     assert _tree(tmp_path) == []
 
 
+@pytest.mark.parametrize("command", READ_ONLY, ids=lambda c: c[0])
+def test_a_structured_streaming_folder_that_does_not_exist_is_no_such_store_in_one_line(
+        command: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    where = tmp_path / "query-ck"
+    code, out, err = _run(capsys, command[0], "--store", f"structured-streaming:{where}", "--group", "q", *command[1:])
+    assert code == 1 and out == ""
+    assert err == (f"dstream-kafka: error: No such offset store: {where} does not exist, so it is not a Structured "
+                   "Streaming checkpoint. Check the path in the store URI: give the query's checkpointLocation; "
+                   "nothing was created.\n")
+    assert _tree(tmp_path) == []
+
+
 def test_an_existing_folder_or_file_that_holds_no_store_is_no_such_store_and_stays_untouched(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "empty").mkdir()
