@@ -93,10 +93,8 @@ class SqlOffsetStore(TransactionalOffsetStore):
         Mirror every commit to a Kafka group for lag tools (:func:`~dstream_kafka.stores.mirror.mirror_to`):
         by default through the stream's consumer to its group.id; False turns it off.
     create : bool
-        Create the tables on first use (default). False opens an existing store for reading:
-        without its offsets table (or, for SQLite, its file) the first call raises
-        :class:`~dstream_kafka.errors.ConfigurationError` ("no such offset store") and nothing
-        is created.
+        Create the tables on first use (default). False: without its offsets table (or SQLite
+        file) the first call raises ConfigurationError ("No such offset store"); nothing is created.
 
     Notes
     -----
@@ -155,8 +153,8 @@ class SqlOffsetStore(TransactionalOffsetStore):
                 raise self._dialect.wrap("reading the offsets table", exc) from None
             raise ConfigurationError(
                 f"No such offset store: {self._dialect.describe()} has no table {self.tables['offsets']}. "
-                "Check the database (and table prefix) in the store URI (a stream creates its tables when it "
-                "first starts); nothing was created.") from None
+                "Check the database the store URI names (a stream creates its tables when it first starts); "
+                "nothing was created.") from None
 
     def _create_tables(self, conn: Any) -> None:
         d, p = self._dialect, self.table_prefix
@@ -433,8 +431,7 @@ class SqliteOffsetStore(SqlOffsetStore):
     timeout : float
         Seconds to wait for another writer's lock.
     create : bool
-        False: the file must exist and is opened without creating anything (see
-        :class:`SqlOffsetStore`).
+        False: the file must exist; nothing is created (see :class:`SqlOffsetStore`).
     **kwargs
         ``table_prefix``, ``keep_history``, ``also_commit_to_kafka_group``.
     """
