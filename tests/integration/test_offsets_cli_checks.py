@@ -197,6 +197,18 @@ def test_an_import_is_checked_against_the_broker_as_a_reset_is_and_writes_nothin
         assert [r.batch_time_ms for r in store.history(group)] == [1_000]
 
 
+def test_an_import_of_an_offset_beyond_int64_is_out_of_range_with_an_example_that_is_valid_there(
+        kafka: Any, seeded: tuple[str, str, str], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    uri, group, topic = seeded
+    text = json.dumps({topic: {"0": 2**70}})
+    code, out, err = _import(capsys, monkeypatch, uri, group, text, "--bootstrap-servers", kafka.bootstrap_servers)
+    assert code == 1 and out == ""
+    assert err == (f"dstream-kafka: error: Invalid --file: offset {2**70} for {topic}-0 is out of range: offsets are "
+                   f"0 to 9223372036854775807 (2**63 - 1). Expected e.g. {{\"topicA\":{{\"0\":23,\"1\":42}}}}, got "
+                   f"{text}\n")
+
+
 def test_an_import_into_a_store_that_is_not_kafka_needs_the_brokers(
         seeded: tuple[str, str, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     uri, group, topic = seeded
