@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from typing import Any, Callable, Sequence
 
@@ -42,10 +41,12 @@ def _servers(text: str) -> str:
 
 
 def _topic(text: str) -> str:
-    # Kafka's own rule for topic names (Topic.validate).
-    if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", text) or text in (".", ".."):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a Kafka topic name: use 1 to 249 of A-Z a-z 0-9 . _ -")
+    from dstream_kafka.offsets_broker import check_topic_name
+
+    try:
+        check_topic_name(text)
+    except DStreamKafkaError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return text
 
 
@@ -143,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--topic", type=_topic, help="only this topic")
     import_.add_argument("--file", default="-", metavar="FILE",
                          help="the offsets JSON file (default: standard input)")
+    import_.add_argument("--bootstrap-servers", metavar="HOST:PORT", type=_servers,
+                         help="the brokers of the topics, to check the offsets against (default: the "
+                              "kafka:// store's)")
     _add_reset(offsets_sub)
     hist = offsets_sub.add_parser("history", help="committed batches of a group, newest first")
     hist.add_argument("--store", required=True, metavar="URI", help="the offset store URI")
@@ -236,7 +240,8 @@ def _offsets_action(args: argparse.Namespace) -> int:
             return 0
         if args.action == "import":
             text = _read_input(args.file, "--file")
-            record = import_offsets(args.store, args.group, text, timeout=args.timeout)
+            record = import_offsets(args.store, args.group, text, bootstrap_servers=args.bootstrap_servers,
+                                    timeout=args.timeout)
             print(f"imported {len(record.ranges)} partitions into group {args.group!r} as batch "
                   f"{record.batch_time_ms}")
             return 0
@@ -288,16 +293,25 @@ def _ask_postgres_password(uri: str) -> None:
 
 
 def _read_input(path: str, option: str) -> str:
+    """Return the UTF-8 text of ``path`` (``-``: standard input), or one error line naming ``option``."""
     from dstream_kafka.errors import ConfigurationError
 
-    if path == "-":
-        return sys.stdin.read()
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
+        if path == "-":
+            data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
     except OSError as exc:
         raise ConfigurationError(f"{option}: cannot read {path!r} ({exc.strerror}); give an offsets "
                                  "file or - for standard input") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = "standard input" if path == "-" else repr(path)
+        raise ConfigurationError(
+            f"{option}: {where} is not UTF-8 text (byte 0x{data[exc.start]:02x} at position {exc.start}); "
+            "save the offsets as UTF-8 and try again; nothing was written") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

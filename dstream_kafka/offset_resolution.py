@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 from dstream_kafka.errors import ConfigurationError, DataLossError
 from dstream_kafka.offset_reader import KafkaOffsetReader, offset_reader
 from dstream_kafka.offsets import (
+    _INT64_MAX,
     EARLIEST,
     LATEST,
     OffsetRange,
@@ -145,6 +146,9 @@ def _long(name: str, value: Any) -> int:
         raise ConfigurationError(f"Expected a single long value, got {value} for {name}")
     if number < 0:
         raise ConfigurationError(f"{name} must be a timestamp in ms >= 0, got {number}")
+    if number > _INT64_MAX:
+        raise ConfigurationError(
+            f"{name} is out of range: a timestamp in ms is 0 to {_INT64_MAX} (2**63 - 1), got {number}")
     return number
 
 

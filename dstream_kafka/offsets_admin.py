@@ -18,8 +18,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError, UnknownTopicPartitionError
+from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import TopicPartition
+from dstream_kafka.offsets_broker import (OffsetsBroker, bound_note, brokers_for, check_named_partitions,
+                                          check_topic_name)
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.records import CommitRecord
 
@@ -41,27 +43,31 @@ class OffsetRow:
     partition : int
     current_offset : int
         The committed next offset to read.
-    log_start_offset, log_end_offset : int
-        The broker's first and next offset of the partition.
-    lag : int
-        ``log_end_offset - current_offset`` (never below 0).
+    log_start_offset, log_end_offset : int or None
+        The broker's first and next offset of the partition (None when it is gone).
+    lag : int or None
+        ``log_end_offset - current_offset`` (never below 0; None when the partition is gone).
     last_batch_time_ms : int or None
         Batch time of the newest committed batch that read the partition (None when the
         store keeps no history of it).
     data_lost : int
         Records already deleted by retention before the stream read them:
         ``log_start_offset - current_offset`` when positive, else 0.
+    gone : str
+        ``""``, or why the broker no longer has the partition the store holds: ``"topic
+        deleted"`` or ``"partition deleted"`` (the topic was recreated with fewer).
     """
 
     group: str
     topic: str
     partition: int
     current_offset: int
-    log_start_offset: int
-    log_end_offset: int
-    lag: int
+    log_start_offset: int | None
+    log_end_offset: int | None
+    lag: int | None
     last_batch_time_ms: int | None
     data_lost: int
+    gone: str = ""
 
     def last_batch_time(self) -> str:
         """Return the last batch's time as ISO 8601 UTC, or ``"-"``."""
@@ -71,10 +77,12 @@ class OffsetRow:
         return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
     def cells(self) -> tuple[str, ...]:
-        """Return the row's cells in :data:`COLUMNS` order."""
+        """Return the row's cells in :data:`COLUMNS` order (``-`` for offsets of a gone partition,
+        whose DATA-LOST cell says ``TOPIC DELETED`` or ``PARTITION DELETED``)."""
+        mark = self.gone.upper() if self.gone else f"LOST {self.data_lost}" if self.data_lost else ""
         return (self.group, self.topic, str(self.partition), str(self.current_offset),
-                str(self.log_start_offset), str(self.log_end_offset), str(self.lag),
-                self.last_batch_time(), f"LOST {self.data_lost}" if self.data_lost else "")
+                *("-" if v is None else str(v) for v in (self.log_start_offset, self.log_end_offset, self.lag)),
+                self.last_batch_time(), mark)
 
 
 def describe(store: OffsetStore | str, group: str, *, bootstrap_servers: str | None = None,
@@ -98,30 +106,23 @@ def describe(store: OffsetStore | str, group: str, *, bootstrap_servers: str | N
     Returns
     -------
     list of OffsetRow
-        Sorted by topic and partition.
+        Sorted by topic and partition. A partition the broker no longer has (its topic was
+        deleted) is a row with ``gone`` set and no log offsets; the others are shown as usual.
 
     Raises
     ------
     ConfigurationError
-        No brokers to ask; an unknown group (nothing committed) or topic.
-    UnknownTopicPartitionError
-        A committed partition the broker no longer has.
+        No brokers to ask; no such store (a store URI is opened for reading: nothing is
+        created); an unknown group (nothing committed) or topic.
     """
-    from dstream_kafka.store_uri import open_store, parse_store_uri
-
+    bootstrap_servers = brokers_for(store, bootstrap_servers)
     if isinstance(store, str):
-        if bootstrap_servers is None and parse_store_uri(store).scheme == "kafka":
-            bootstrap_servers = parse_store_uri(store).host_list()
-        opened = open_store(store, timeout=timeout)
+        opened, _ = _opened(store, timeout)
         try:
             return describe(opened, group, bootstrap_servers=bootstrap_servers, topic=topic,
                             timeout=timeout)
         finally:
             opened.close()
-    if bootstrap_servers is None:
-        raise ConfigurationError(
-            "--bootstrap-servers: the store is not kafka://, so name the brokers of its topics, "
-            "e.g. --bootstrap-servers 127.0.0.1:9092")
     committed = store.load(group, None if topic is None else [topic])
     if not committed:
         what = f"topic {topic!r} of group {group!r}" if topic else f"group {group!r}"
@@ -132,40 +133,19 @@ def describe(store: OffsetStore | str, group: str, *, bootstrap_servers: str | N
     for record in store.history(group, limit=1000):  # newest first
         for r in record.ranges:
             last.setdefault(r.topicPartition(), record.batch_time_ms)
-    start, end = _log_offsets(bootstrap_servers, list(committed), timeout)
+    with OffsetsBroker(bootstrap_servers, timeout) as broker:
+        gone = broker.existing(committed)
+        start, end = broker.log_offsets([tp for tp in committed if not gone[tp]])
     rows = []
-    for tp, current in committed.items():
+    for tp, current in sorted(committed.items()):
+        if gone[tp]:
+            rows.append(OffsetRow(group, tp.topic, tp.partition, current, None, None, None, last.get(tp), 0,
+                                  gone[tp]))
+            continue
         rows.append(OffsetRow(group, tp.topic, tp.partition, current, start[tp], end[tp],
                               max(end[tp] - current, 0), last.get(tp),
                               max(start[tp] - current, 0)))
     return rows
-
-
-def _log_offsets(bootstrap_servers: str, tps: list[TopicPartition], timeout: float
-                 ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
-    from kafka.errors import KafkaError
-
-    from dstream_kafka.offset_reader import KafkaOffsetReader
-
-    ms = int(timeout * 1000)
-    try:
-        reader = KafkaOffsetReader({"bootstrap.servers": bootstrap_servers, "request.timeout.ms": ms,
-                                    "bootstrap.timeout.ms": ms})
-    except (KafkaError, BrokerTimeoutError) as exc:
-        raise ConfigurationError(
-            f"--bootstrap-servers: no broker answered at {bootstrap_servers} within {timeout:g}s "
-            f"({type(exc).__name__}); check the address and that Kafka runs") from None
-    try:
-        reader.check_partitions(tps)
-        return reader.earliest(tps), reader.latest(tps)
-    except UnknownTopicPartitionError:
-        raise
-    except KafkaError as exc:
-        raise ConfigurationError(
-            f"--bootstrap-servers: the broker at {bootstrap_servers} did not answer within "
-            f"{timeout:g}s ({type(exc).__name__})") from None
-    finally:
-        reader.close()
 
 
 def format_rows(rows: Sequence[OffsetRow], fmt: str = "table", *, terminal: bool = False) -> str:
@@ -176,8 +156,9 @@ def format_rows(rows: Sequence[OffsetRow], fmt: str = "table", *, terminal: bool
     rows : sequence of OffsetRow
     fmt : {"table", "json", "csv"}
         ``table``: aligned columns (a rich table when ``terminal``), rows with data lost
-        marked ``LOST n``, then a ``TOTAL`` line of lag and lost records. ``json``: a list of
-        objects (the fields of :class:`OffsetRow`, with ``last_batch_time`` as ISO 8601).
+        marked ``LOST n`` (partitions gone from the cluster ``TOPIC DELETED``), then a ``TOTAL`` line of lag and lost records. ``json``: a list of
+        objects (the fields of :class:`OffsetRow`, with ``last_batch_time`` as ISO 8601;
+        a gone partition has ``null`` log offsets and lag, and ``gone`` says why).
         ``csv``: a header of :data:`COLUMNS` and one line per row (no total).
     terminal : bool
         Draw a rich table (colours, borders) instead of plain text.
@@ -197,11 +178,14 @@ def format_rows(rows: Sequence[OffsetRow], fmt: str = "table", *, terminal: bool
         return out.getvalue().rstrip("\n")
     if fmt != "table":
         raise ConfigurationError(f"--format must be table, json or csv, got {fmt!r}")
-    lag = sum(r.lag for r in rows)
+    lag = sum(r.lag or 0 for r in rows)
     lost = sum(r.data_lost for r in rows)
+    gone = sum(1 for r in rows if r.gone)
     total = (f"TOTAL: {len(rows)} partitions, lag {lag}"
-             + (f", {lost} records LOST (committed offset below the log start)" if lost else ""))
-    return render_table(COLUMNS, [(r.cells(), bool(r.data_lost)) for r in rows], terminal=terminal) + "\n" + total
+             + (f", {lost} records LOST (committed offset below the log start)" if lost else "")
+             + (f", {gone} GONE from the cluster (topic deleted; not in the lag)" if gone else ""))
+    rendered = render_table(COLUMNS, [(r.cells(), bool(r.data_lost or r.gone)) for r in rows], terminal=terminal)
+    return rendered + "\n" + total
 
 
 #: Columns :func:`render_table` aligns right.
@@ -231,10 +215,12 @@ def render_table(columns: Sequence[str], rows: Sequence[tuple[Sequence[str], boo
     return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()).strip("\n")  # type: ignore[attr-defined]
 
 
-def _opened(store: OffsetStore | str, timeout: float) -> tuple[OffsetStore, bool]:
+def _opened(store: OffsetStore | str, timeout: float, *, create: bool = False) -> tuple[OffsetStore, bool]:
+    """Return (store, whether this call opened it); a URI is opened for reading (``create``
+    False: it must exist and nothing is created) unless ``create``."""
     from dstream_kafka.store_uri import open_store
 
-    return (open_store(store, timeout=timeout), True) if isinstance(store, str) else (store, False)
+    return (open_store(store, timeout=timeout, create=create), True) if isinstance(store, str) else (store, False)
 
 
 def export_offsets(store: OffsetStore | str, group: str, *, topic: str | None = None,
@@ -278,13 +264,20 @@ def export_offsets(store: OffsetStore | str, group: str, *, topic: str | None = 
 
 
 def import_offsets(store: OffsetStore | str, group: str, offsets_json: str, *,
-                   batch_time_ms: int | None = None, timeout: float = 10.0) -> CommitRecord:
+                   bootstrap_servers: str | None = None, batch_time_ms: int | None = None,
+                   timeout: float = 10.0) -> CommitRecord:
     """Write offsets given as Structured Streaming's offsets JSON as one new commit of ``group``.
 
     The import is an ordinary commit through the store's API, so it is atomic, it appears in
     :meth:`~dstream_kafka.stores.base.OffsetStore.history` (batch time = the import time) and
     earlier commits stay untouched. Each range runs from the stored offset to the imported
     one; a partition the store does not hold yet starts at the imported offset.
+
+    Before the store is opened (a store URI that names no store yet is created, so an import
+    can seed a new store), the offsets are checked against the broker as
+    :func:`~dstream_kafka.offsets_reset.reset` checks a ``--from-file``: topic names Kafka
+    accepts, topics and partitions that exist, and offsets within ``[log start, log end]``
+    (refused, not clamped: an import writes at once, without a dry run).
 
     Parameters
     ----------
@@ -294,10 +287,12 @@ def import_offsets(store: OffsetStore | str, group: str, offsets_json: str, *,
         The consumer group.
     offsets_json : str
         ``{"topic":{"partition":offset}}`` with concrete offsets (no -1/-2).
+    bootstrap_servers : str, optional
+        The brokers of the topics; default the hosts of a ``kafka://`` store URI.
     batch_time_ms : int, optional
         The commit's batch time; default now. Must be later than the group's newest commit.
     timeout : float
-        Seconds to wait for the store.
+        Seconds to wait for the store and the broker.
 
     Returns
     -------
@@ -309,7 +304,8 @@ def import_offsets(store: OffsetStore | str, group: str, offsets_json: str, *,
     OffsetsJsonError
         If the text is not offsets JSON (nothing is written).
     ConfigurationError
-        If an offset is below the stored one (moving back is a reset, not an import), or a
+        If no brokers are named, a topic name is not one Kafka accepts, a topic or partition
+        does not exist, an offset lies outside its partition's log, an offset is below the stored one (moving back is a reset, not an import), or a
         stream has a planned batch not committed yet (it holds the store).
     OffsetFencedError
         If a stream committed between the read and the write (the store's fencing).
@@ -322,7 +318,20 @@ def import_offsets(store: OffsetStore | str, group: str, offsets_json: str, *,
     wanted = partition_offsets_from_json(offsets_json, "--file", allowed_sentinels=())
     if not wanted:
         raise ConfigurationError('--file: the offsets JSON names no partition; expected e.g. {"topic":{"0":23}}')
-    opened, owned = _opened(store, timeout)
+    servers = brokers_for(store, bootstrap_servers)
+    for tp in wanted:
+        check_topic_name(tp.topic, "--file")
+    with OffsetsBroker(servers, timeout) as broker:
+        check_named_partitions(broker, wanted, "--file")
+        low, high = broker.log_offsets(sorted(wanted))
+    outside = [f"{tp.topic}-{tp.partition} {bound_note(o, low[tp], high[tp])} (the log holds [{low[tp]}, {high[tp]}])"
+               for tp, o in sorted(wanted.items()) if bound_note(o, low[tp], high[tp])]
+    if outside:
+        raise ConfigurationError(
+            f"--file: {'; '.join(outside)}; an import stores only offsets within [log start, log end]: fix the "
+            "file, or use `dstream-kafka offsets reset --from-file FILE`, which clamps into the log. Nothing was "
+            "written.")
+    opened, owned = _opened(store, timeout, create=True)
     try:
         pending = opened.pending(group)
         if pending is not None:

@@ -35,6 +35,9 @@ __all__ = [
 ]
 
 _OFFSETS_EXAMPLE = '{"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}'
+# Examples for fields that take fewer sentinels: an example must itself be valid there.
+_OFFSETS_EXAMPLES = {(EARLIEST, LATEST): _OFFSETS_EXAMPLE, (LATEST,): '{"topicA":{"0":23,"1":-1}}',
+                     (): '{"topicA":{"0":23,"1":42}}'}
 _PARTITIONS_EXAMPLE = '{"topicA":[0,1],"topicB":[0,1]}'
 _RANGES_EXAMPLE = '[{"topic":"topicA","partition":0,"fromOffset":23,"untilOffset":42}]'
 _RANGE_KEYS = ("topic", "partition", "fromOffset", "untilOffset")
@@ -153,19 +156,31 @@ def partition_offsets_from_json(
         result: dict[TopicPartition, int] = {}
         for topic, parts in _topics(text, dict, 'an object of {"partition": offset}'):
             for key, offset in parts.items():
-                if not _DECIMAL.fullmatch(key) or int(key) > _INT32_MAX:
+                if not _DECIMAL.fullmatch(key):
                     raise _JsonProblem(
                         f"partition key {json.dumps(key)} of topic {json.dumps(topic)} is not a "
                         "non-negative decimal int"
+                    )
+                if int(key) > _INT32_MAX:
+                    raise _JsonProblem(
+                        f"partition key {json.dumps(key)} of topic {json.dumps(topic)} is out of "
+                        f"range: partitions are 0 to {_INT32_MAX} (2**31 - 1)"
                     )
                 tp = TopicPartition(topic, int(key))
                 if tp in result:
                     raise _JsonProblem(
                         f"partition {tp.partition} of topic {json.dumps(topic)} is given twice"
                     )
-                if not _is_int(offset) or offset > _INT64_MAX:
+                if not _is_int(offset):
                     raise _JsonProblem(
                         f"offset {json.dumps(offset)} for {topic}-{key} is not an int"
+                    )
+                if offset > _INT64_MAX:
+                    raise _JsonProblem(
+                        f"offset {offset} for {topic}-{key} is out of range: offsets are 0 to "
+                        f"{_INT64_MAX} (2**63 - 1)"
+                        + (f", or {' or '.join(map(str, sorted(allowed_sentinels)))}"
+                           if allowed_sentinels else "")
                     )
                 if offset < 0 and offset not in allowed_sentinels:
                     allowed = ", ".join(str(s) for s in sorted(allowed_sentinels)) or "none"
@@ -176,7 +191,8 @@ def partition_offsets_from_json(
                 result[tp] = offset
         return result
     except _JsonProblem as problem:
-        raise _fail(field, str(problem), _OFFSETS_EXAMPLE, text) from None
+        example = _OFFSETS_EXAMPLES.get(tuple(sorted(allowed_sentinels)), _OFFSETS_EXAMPLE)
+        raise _fail(field, str(problem), example, text) from None
 
 
 def partitions_to_json(partitions: Iterable[Any]) -> str:

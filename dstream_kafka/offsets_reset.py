@@ -24,8 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dstream_kafka.errors import ConfigurationError, OffsetFencedError, UnknownTopicPartitionError
+from dstream_kafka.errors import ConfigurationError, OffsetFencedError
 from dstream_kafka.offsets import TopicPartition
+from dstream_kafka.offsets_broker import OffsetsBroker, bound_note, brokers_for, check_named_partitions
 from dstream_kafka.stores.base import OffsetStore
 
 __all__ = ["RESET_COLUMNS", "ResetRow", "Scenario", "format_reset", "log_reset_start", "parse_datetime",
@@ -71,22 +72,31 @@ class ResetRow:
 
     ``current_offset`` is None where the store holds no offset; ``new_offset`` is within
     ``[log_start_offset, log_end_offset]``; ``note`` says when the asked offset was clamped.
+    A partition of ``--all-topics`` whose topic the broker deleted is skipped: ``new_offset``
+    and the log offsets are None, ``note`` says ``SKIPPED: topic deleted``, and the store keeps
+    its offset.
     """
 
     group: str
     topic: str
     partition: int
     current_offset: int | None
-    new_offset: int
-    log_start_offset: int
-    log_end_offset: int
+    new_offset: int | None
+    log_start_offset: int | None
+    log_end_offset: int | None
     note: str = ""
 
+    @property
+    def skipped(self) -> bool:
+        """Whether the reset leaves this partition as it is (its topic is gone)."""
+        return self.new_offset is None
+
     def cells(self) -> tuple[str, ...]:
-        """Return the row's cells in :data:`RESET_COLUMNS` order."""
+        """Return the row's cells in :data:`RESET_COLUMNS` order (``-`` for an unknown value)."""
         return (self.group, self.topic, str(self.partition),
-                "-" if self.current_offset is None else str(self.current_offset), str(self.new_offset),
-                str(self.log_start_offset), str(self.log_end_offset), self.note)
+                *("-" if v is None else str(v) for v in (self.current_offset, self.new_offset,
+                                                           self.log_start_offset, self.log_end_offset)),
+                self.note)
 
 
 # ------------------------------------------------------------------------------------------
@@ -134,7 +144,8 @@ def parse_offsets_file(text: str) -> dict[TopicPartition, int]:
 
     The CSV is what ``kafka-consumer-groups --reset-offsets --export`` writes: one
     ``topic,partition,offset`` line per partition (``group,topic,partition,offset`` lines of
-    ``--all-groups`` exports are accepted too, the group column being ignored).
+    ``--all-groups`` exports are accepted too, the group column being ignored). A partition
+    given twice is refused (in JSON as in CSV), not taken from the last line.
 
     Raises
     ------
@@ -146,6 +157,7 @@ def parse_offsets_file(text: str) -> dict[TopicPartition, int]:
     if text.lstrip().startswith("{"):
         return partition_offsets_from_json(text, "--from-file", allowed_sentinels=())
     result: dict[TopicPartition, int] = {}
+    lines: dict[TopicPartition, int] = {}
     for number, row in enumerate(csv.reader(io.StringIO(text)), 1):
         if not row or not "".join(row).strip():
             continue
@@ -155,7 +167,13 @@ def parse_offsets_file(text: str) -> dict[TopicPartition, int]:
             raise ConfigurationError(
                 f"--from-file: line {number} {','.join(row)!r} is not topic,partition,offset with a partition "
                 'and offset >= 0; give Kafka\'s CSV (events,0,23) or offsets JSON ({"events":{"0":23}})')
-        result[TopicPartition(fields[0], int(fields[1]))] = int(fields[2])
+        tp = TopicPartition(fields[0], int(fields[1]))
+        if tp in lines:
+            raise ConfigurationError(
+                f"--from-file: partition {tp.partition} of topic {tp.topic!r} is given twice, on lines {lines[tp]} "
+                f"and {number}; keep one line per partition")
+        lines[tp] = number
+        result[tp] = int(fields[2])
     if not result:
         raise ConfigurationError("--from-file: the file names no partition; give Kafka's CSV "
                                  "(events,0,23) or offsets JSON ({\"events\":{\"0\":23}})")
@@ -196,8 +214,9 @@ def reset(store: OffsetStore | str, group: str, scenario: Scenario, *, topics: S
     topics : sequence of str
         ``"events"`` (every partition of the topic) or ``"events:0,2"`` (those partitions).
     all_topics : bool
-        Every partition the store holds for the group. Without ``topics`` and ``all_topics``
-        only a ``from-file`` scenario has partitions: the file's.
+        Every partition the store holds for the group; those whose topic the broker no longer
+        has are skipped (a row noting ``SKIPPED``; their stored offsets stay). Without
+        ``topics`` and ``all_topics`` only a ``from-file`` scenario has partitions: the file's.
     bootstrap_servers : str, optional
         The brokers of the topics; default the hosts of a ``kafka://`` store URI.
     execute : bool
@@ -213,21 +232,15 @@ def reset(store: OffsetStore | str, group: str, scenario: Scenario, *, topics: S
     Raises
     ------
     ConfigurationError
-        Bad input (unknown topic, partition or group, unparsable value, nothing chosen), or a
-        stream holds the group (Kafka group members, a planned batch not committed). Nothing
+        Bad input (no such store, unknown topic, partition or group, unparsable value, nothing
+        chosen, every chosen partition gone from the cluster), or a stream holds the group (Kafka group members, a planned batch not committed). Nothing
         is written.
     OffsetFencedError
         A stream committed between the plan and the write; nothing is written.
     """
     from dstream_kafka.offsets_admin import _opened
-    from dstream_kafka.store_uri import parse_store_uri
 
-    if isinstance(store, str) and bootstrap_servers is None and parse_store_uri(store).scheme == "kafka":
-        bootstrap_servers = parse_store_uri(store).host_list()
-    if bootstrap_servers is None:
-        raise ConfigurationError(
-            "--bootstrap-servers: the store is not kafka://, so name the brokers of its topics, "
-            "e.g. --bootstrap-servers 127.0.0.1:9092")
+    bootstrap_servers = brokers_for(store, bootstrap_servers)
     # Every value is checked before the store or the broker is asked anything.
     from_file = parse_offsets_file(scenario.value) if scenario.kind == "from-file" else {}
     if scenario.kind == "to-datetime":
@@ -236,22 +249,31 @@ def reset(store: OffsetStore | str, group: str, scenario: Scenario, *, topics: S
         parse_duration(scenario.value)
     for spec in topics:
         _parse_topic(spec)
-    opened, owned = _opened(store, timeout)
+    opened, owned = _opened(store, timeout)  # a reset moves a store's offsets: it must exist
     try:
         stored = opened.load(group)
-        with _Broker(bootstrap_servers, timeout) as broker:
+        with OffsetsBroker(bootstrap_servers, timeout) as broker:
             chosen = _choose(broker, group, stored, topics, all_topics, from_file)
-            rows = _plan(broker, group, scenario, chosen, stored, from_file)
+            gone = {tp: why for tp, why in broker.existing(chosen).items() if why}
+            if gone and len(gone) == len(chosen):
+                raise ConfigurationError(
+                    f"--all-topics: every partition the store holds for group {group!r} is gone from the cluster "
+                    f"({', '.join(f'{tp.topic}-{tp.partition}: {why}' for tp, why in sorted(gone.items()))}); "
+                    "nothing to reset")
+            rows = _plan(broker, group, scenario, [tp for tp in chosen if tp not in gone], stored, from_file)
+            rows = sorted(rows + [ResetRow(group, tp.topic, tp.partition, stored.get(tp), None, None, None,
+                                           f"SKIPPED: {why}") for tp, why in gone.items()],
+                          key=lambda r: (r.topic, r.partition))
             if execute:
                 broker.check_no_members(group)
-                _write(opened, group, rows, stored, bootstrap_servers, timeout)
+                _write(opened, group, [r for r in rows if not r.skipped], stored, bootstrap_servers, timeout)
         return rows
     finally:
         if owned:
             opened.close()
 
 
-def _choose(broker: _Broker, group: str, stored: Mapping[TopicPartition, int], topics: Sequence[str],
+def _choose(broker: OffsetsBroker, group: str, stored: Mapping[TopicPartition, int], topics: Sequence[str],
             all_topics: bool, from_file: Mapping[TopicPartition, int]) -> list[TopicPartition]:
     if topics and all_topics:
         raise ConfigurationError("--topic/--all-topics: give one of them, not both")
@@ -272,12 +294,7 @@ def _choose(broker: _Broker, group: str, stored: Mapping[TopicPartition, int], t
                     f"{', '.join(map(str, sorted(existing)))}); name existing partitions")
             chosen.add(TopicPartition(topic, p))
     if from_file:
-        for tp in sorted(from_file):
-            existing = broker.partitions_of(tp.topic, what="--from-file")
-            if tp.partition not in existing:
-                raise ConfigurationError(
-                    f"--from-file: topic {tp.topic!r} has no partition {tp.partition} (it has "
-                    f"{len(existing)}); fix the file")
+        check_named_partitions(broker, from_file, "--from-file")
         if not topics and not all_topics:
             chosen = set(from_file)
         missing = sorted(tp for tp in chosen if tp not in from_file)
@@ -291,7 +308,7 @@ def _choose(broker: _Broker, group: str, stored: Mapping[TopicPartition, int], t
     return sorted(chosen)
 
 
-def _plan(broker: _Broker, group: str, scenario: Scenario, chosen: list[TopicPartition],
+def _plan(broker: OffsetsBroker, group: str, scenario: Scenario, chosen: list[TopicPartition],
           stored: Mapping[TopicPartition, int], from_file: Mapping[TopicPartition, int]) -> list[ResetRow]:
     start, end = broker.log_offsets(chosen)
     kind, value = scenario.kind, scenario.value
@@ -318,8 +335,8 @@ def _plan(broker: _Broker, group: str, scenario: Scenario, chosen: list[TopicPar
     rows = []
     for tp in chosen:
         new = min(max(asked[tp], start[tp]), end[tp])
-        note = ("" if new == asked[tp] else
-                f"CLAMPED: asked {asked[tp]}, " + ("below the log start" if new > asked[tp] else "above the log end"))
+        why = bound_note(asked[tp], start[tp], end[tp])
+        note = f"CLAMPED: {why}" if why else ""
         rows.append(ResetRow(group, tp.topic, tp.partition, stored.get(tp), new, start[tp], end[tp], note))
     return rows
 
@@ -328,7 +345,7 @@ def _write(store: OffsetStore, group: str, rows: Sequence[ResetRow], stored: Map
            servers: str, timeout: float) -> None:
     from dstream_kafka.offsets_group import copy_reset_to_group
 
-    offsets = {TopicPartition(r.topic, r.partition): r.new_offset for r in rows}
+    offsets = {TopicPartition(r.topic, r.partition): r.new_offset for r in rows if r.new_offset is not None}
     try:
         store.reset(group, offsets, expected={tp: stored[tp] for tp in offsets if tp in stored},
                     user=getpass.getuser(), host=socket.gethostname())
@@ -337,90 +354,20 @@ def _write(store: OffsetStore, group: str, rows: Sequence[ResetRow], stored: Map
     copy_reset_to_group(store, group, offsets, servers, timeout)
 
 
-class _Broker:
-    """The broker look-ups of a reset, with errors that name ``--bootstrap-servers``."""
-
-    def __init__(self, servers: str, timeout: float) -> None:
-        from dstream_kafka.offsets_admin import _log_offsets
-
-        self._servers, self._timeout = servers, timeout
-        self._log_offsets = _log_offsets
-        self._reader: Any = None
-
-    def __enter__(self) -> _Broker:
-        from kafka.errors import KafkaError
-
-        from dstream_kafka.errors import BrokerTimeoutError
-        from dstream_kafka.offset_reader import KafkaOffsetReader
-
-        ms = int(self._timeout * 1000)
-        try:
-            self._reader = KafkaOffsetReader({"bootstrap.servers": self._servers, "request.timeout.ms": ms,
-                                              "bootstrap.timeout.ms": ms})
-        except (KafkaError, BrokerTimeoutError) as exc:
-            raise ConfigurationError(
-                f"--bootstrap-servers: no broker answered at {self._servers} within {self._timeout:g}s "
-                f"({type(exc).__name__}); check the address and that Kafka runs") from None
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._reader.close()
-
-    def partitions_of(self, topic: str, what: str = "--topic") -> set[int]:
-        try:
-            return set(self._reader.partitions_of(topic))
-        except UnknownTopicPartitionError as exc:
-            raise ConfigurationError(f"{what}: {exc}; check the topic name") from None
-
-    def log_offsets(self, tps: list[TopicPartition]) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
-        return self._log_offsets(self._servers, tps, self._timeout)
-
-    def for_times(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]:
-        return self._reader.for_times(timestamps)
-
-    def check_no_members(self, group: str) -> None:
-        """Refuse while consumers are members of ``group`` (a stream's subscribed driver), as
-        Kafka's own tool does."""
-        from kafka import KafkaAdminClient
-        from kafka.errors import KafkaError
-
-        ms = int(self._timeout * 1000)
-        admin = KafkaAdminClient(bootstrap_servers=self._servers, request_timeout_ms=ms,
-                                 client_id="dstream-kafka-offsets-reset")
-        deadline = time.monotonic() + self._timeout
-        try:
-            while True:
-                try:
-                    info = admin.describe_groups([group]).get(group) or {}
-                    break
-                except KafkaError as exc:  # e.g. no coordinator yet on a new cluster: retriable
-                    if not getattr(exc, "retriable", False) or time.monotonic() > deadline:
-                        raise ConfigurationError(
-                            f"--bootstrap-servers: the broker at {self._servers} could not describe group "
-                            f"{group!r} within {self._timeout:g}s ({type(exc).__name__}); nothing was "
-                            "written") from None
-                    time.sleep(0.2)
-        finally:
-            admin.close()
-        members = info.get("members") or []
-        if members:
-            hosts = sorted({str(m.get("client_host", "?")).lstrip("/") for m in members})
-            raise ConfigurationError(
-                f"--group: a stream holds group {group!r}: the Kafka group has {len(members)} active "
-                f"member(s) (state {info.get('group_state', '?')}, from {', '.join(hosts)}). Stop the stream "
-                "and reset again; nothing was written.")
-
-
 def format_reset(rows: Sequence[ResetRow], *, executed: bool, terminal: bool = False) -> str:
     """Render a reset plan: the before/after table, then what was (or would be) written."""
     from dstream_kafka.offsets_admin import render_table
 
     table = render_table(RESET_COLUMNS, [(r.cells(), bool(r.note)) for r in rows], terminal=terminal)
-    clamped = sum(1 for r in rows if r.note)
+    skipped = sum(1 for r in rows if r.skipped)
+    clamped = sum(1 for r in rows if r.note and not r.skipped)
     tail = f"; {clamped} clamped into [log start, log end]" if clamped else ""
+    if skipped:
+        tail += f"; {skipped} skipped (topic gone from the cluster, the store keeps its offset)"
     if executed:
-        return table + f"\nRESET: {len(rows)} partitions written{tail}"
-    return table + f"\nDRY RUN: {len(rows)} partitions planned{tail}; nothing written (add --execute to write)"
+        return table + f"\nRESET: {len(rows) - skipped} partitions written{tail}"
+    return (table + f"\nDRY RUN: {len(rows) - skipped} partitions planned{tail}; nothing written "
+            "(add --execute to write)")
 
 
 def log_reset_start(store: OffsetStore, group: str) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,7 @@ from dstream_kafka.consumer_strategy import ConsumerStrategy
 from dstream_kafka.errors import ConfigurationError, DataLossError
 from dstream_kafka.offset_resolution import check_loss
 from dstream_kafka.offsets import (
+    _INT64_MAX,
     EARLIEST,
     LATEST,
     OffsetRange,
@@ -91,10 +93,15 @@ def _bool(name: str, text: str) -> bool:
 
 def _millis(name: str, text: str) -> int:
     value = text.strip()
-    if not value.isdigit():
+    # ASCII digits only: str.isdigit() also takes superscripts, which int() refuses.
+    if not re.fullmatch(r"[0-9]+", value):
         raise ConfigurationError(
             f"option {name} must be a timestamp in milliseconds since the epoch (a whole number "
             f">= 0), got {text!r}; e.g. {{'{name}': '1700000000000'}}")
+    if int(value) > _INT64_MAX:
+        raise ConfigurationError(
+            f"option {name} is out of range: a timestamp in milliseconds since the epoch is 0 to "
+            f"{_INT64_MAX} (2**63 - 1), got {value}; e.g. {{'{name}': '1700000000000'}}")
     return int(value)
 
 

@@ -188,7 +188,7 @@ def parse_store_uri(uri: str) -> StoreURI:
 
 
 def open_store(uri: str, *, timeout: float = 10.0, spark_context: Any = None,
-               create_table: bool = False) -> OffsetStore:
+               create_table: bool = False, create: bool = True) -> OffsetStore:
     """Return the offset store a URI names (see the module table).
 
     Parameters
@@ -203,6 +203,13 @@ def open_store(uri: str, *, timeout: float = 10.0, spark_context: Any = None,
     create_table : bool
         Let the HBase store create its table (False: a missing table is an error, so a typo
         in the URI creates nothing).
+    create : bool
+        False opens the store for reading: it must exist, and nothing is created (no folder,
+        file, table or node). A missing checkpoint directory (or one without ``commits/``),
+        SQLite file, SQL offsets table, ZooKeeper chroot or HBase table raises
+        :class:`~dstream_kafka.errors.ConfigurationError` ("No such offset store: ...")
+        on first use. The Kafka group store and a Structured Streaming checkpoint never create
+        anything when read.
 
     Returns
     -------
@@ -218,13 +225,13 @@ def open_store(uri: str, *, timeout: float = 10.0, spark_context: Any = None,
     from dstream_kafka.stores import OffsetStores
 
     if parsed.scheme == "checkpoint":
-        return OffsetStores.checkpoint(parsed.path, spark_context=spark_context)
+        return OffsetStores.checkpoint(parsed.path, spark_context=spark_context, create=create)
     if parsed.scheme == "structured-streaming":
         from dstream_kafka.stores.structured_streaming import StructuredStreamingCheckpoint
 
         return StructuredStreamingCheckpoint(parsed.path)
     if parsed.scheme == "sqlite":
-        return OffsetStores.sqlite(parsed.path, timeout=timeout)
+        return OffsetStores.sqlite(parsed.path, timeout=timeout, create=create)
     if parsed.scheme == "kafka":
         ms = int(timeout * 1000)
         return OffsetStores.kafka({"bootstrap.servers": parsed.host_list(), "request.timeout.ms": ms,
@@ -233,10 +240,11 @@ def open_store(uri: str, *, timeout: float = 10.0, spark_context: Any = None,
     if parsed.scheme == "postgresql":
         (host, port), = parsed.hosts
         return OffsetStores.postgres(None, host=host.strip("[]"), port=port, user=parsed.user,
-                                     dbname=parsed.path, timeout=timeout)
+                                     dbname=parsed.path, timeout=timeout, create=create)
     if parsed.scheme == "zookeeper":
         chroot = f"/{parsed.path}" if parsed.path else ""
-        return OffsetStores.zookeeper(parsed.host_list() + chroot, timeout=timeout)
+        return OffsetStores.zookeeper(parsed.host_list() + chroot, timeout=timeout, create=create)
     (host, port), = parsed.hosts
     kwargs: dict[str, Any] = {"table": parsed.path} if parsed.path else {}
-    return OffsetStores.hbase(host.strip("[]"), port, timeout=timeout, create_table=create_table, **kwargs)
+    return OffsetStores.hbase(host.strip("[]"), port, timeout=timeout, create_table=create_table and create,
+                              **kwargs)

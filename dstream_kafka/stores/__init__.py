@@ -61,10 +61,12 @@ class OffsetStores:
 
     @staticmethod
     def checkpoint(path: str | os.PathLike[str], *, keep_batches: int = 100, spark_context: Any = None,
-                   also_commit_to_kafka_group: MirrorTarget | None | bool = None) -> CheckpointOffsetStore:
-        """Offsets in the checkpoint directory ``path`` (local path or Hadoop URI)."""
+                   also_commit_to_kafka_group: MirrorTarget | None | bool = None,
+                   create: bool = True) -> CheckpointOffsetStore:
+        """Offsets in the checkpoint directory ``path`` (local path or Hadoop URI); ``create=False``
+        opens an existing store only."""
         return CheckpointOffsetStore(path, keep_batches=keep_batches, spark_context=spark_context,
-                                     also_commit_to_kafka_group=also_commit_to_kafka_group)
+                                     also_commit_to_kafka_group=also_commit_to_kafka_group, create=create)
 
     @staticmethod
     def kafka(kafkaParams: Mapping[str, Any], **kwargs: Any) -> KafkaGroupOffsetStore:
@@ -73,7 +75,7 @@ class OffsetStores:
 
     @staticmethod
     def sqlite(path: str | os.PathLike[str] = "dstream_kafka_offsets.db", **kwargs: Any) -> SqliteOffsetStore:
-        """Offsets in a SQLite file (``table_prefix``, ``keep_history``, ``timeout``, mirror)."""
+        """Offsets in a SQLite file (``table_prefix``, ``keep_history``, ``timeout``, ``create``, mirror)."""
         return SqliteOffsetStore(path, **kwargs)
 
     @staticmethod

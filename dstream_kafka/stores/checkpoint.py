@@ -51,7 +51,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from dstream_kafka.checkpoint_fs import CheckpointFileSystem, ChecksumMismatch, open_file_system
-from dstream_kafka.errors import CorruptCheckpointError, OffsetFencedError, OffsetStoreError
+from dstream_kafka.errors import ConfigurationError, CorruptCheckpointError, OffsetFencedError, OffsetStoreError
 from dstream_kafka.offsets import OffsetRange, TopicPartition, partition_offsets_from_json, partition_offsets_to_json
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.checkpoint_format import FORMAT_VERSION, corrupt, encode, parse, ranges_doc
@@ -110,6 +110,11 @@ class CheckpointOffsetStore(OffsetStore):
     also_commit_to_kafka_group : dict or callable or bool, optional
         Mirror every commit to a Kafka group for lag tools (:func:`~dstream_kafka.stores.mirror.mirror_to`):
         by default through the stream's consumer to its group.id; False turns it off.
+    create : bool
+        Create the directory's folders on first use (default). False opens an existing store
+        for reading: a directory without ``commits/`` raises
+        :class:`~dstream_kafka.errors.ConfigurationError` ("no such offset store") and nothing
+        is created.
 
     Notes
     -----
@@ -118,11 +123,12 @@ class CheckpointOffsetStore(OffsetStore):
     """
 
     def __init__(self, path: str | os.PathLike[str], *, keep_batches: int = 100, spark_context: Any = None,
-                 also_commit_to_kafka_group: MirrorTarget | None | bool = None) -> None:
+                 also_commit_to_kafka_group: MirrorTarget | None | bool = None, create: bool = True) -> None:
         super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
         self.keep_batches = self._check_keep("keep_batches", keep_batches)
         self._fs: CheckpointFileSystem = open_file_system(path, spark_context)
         self.path = self._fs.root
+        self._create = create
         self._ready = False
         self._latest: _Commit | None = None     # cache of the newest commit, None = not read yet
         self._latest_known = False
@@ -143,8 +149,16 @@ class CheckpointOffsetStore(OffsetStore):
 
     def _prepare(self) -> None:
         if not self._ready:
-            for folder in ("offsets", "commits", "data_loss"):
-                self._fs.mkdirs(self._dir(folder))
+            if not self._create:
+                if not self._fs.exists(self._dir("commits")):
+                    what = ("does not exist" if not self._fs.exists(self.path)
+                            else "holds no checkpoint offset store (no commits/ folder)")
+                    raise ConfigurationError(
+                        f"No such offset store: the checkpoint directory {self.path} {what}. Check the path in "
+                        "the store URI (a stream creates its store when it first starts); nothing was created.")
+            else:
+                for folder in ("offsets", "commits", "data_loss"):
+                    self._fs.mkdirs(self._dir(folder))
             self._ready = True
 
     def _read_doc(self, path: str, required: Collection[str]) -> dict[str, Any] | None:

@@ -185,8 +185,10 @@ class HBaseOffsetStore(OffsetStore):
             if self.table_name.encode() not in names:
                 if not self.create_table:
                     conn.close()
-                    raise OffsetStoreError(
-                        f"HBase {self.address}: table {self.table_name!r} does not exist (create_table=False)")
+                    raise ConfigurationError(
+                        f"No such offset store: HBase {self.address} has no table {self.table_name!r}. Check the "
+                        "table name in the store URI (a stream creates its table when it first starts, unless "
+                        "create_table=False); nothing was created.")
                 conn.create_table(self.table_name, {
                     OFFSETS_FAMILY.decode(): dict(max_versions=1, block_cache_enabled=True,
                                                   time_to_live=int(self.ttl_days * _DAY)),

@@ -92,6 +92,9 @@ class SqlOffsetStore(TransactionalOffsetStore):
     also_commit_to_kafka_group : dict or callable or bool, optional
         Mirror every commit to a Kafka group for lag tools (:func:`~dstream_kafka.stores.mirror.mirror_to`):
         by default through the stream's consumer to its group.id; False turns it off.
+    create : bool
+        Create the tables on first use (default). False: without its offsets table (or SQLite
+        file) the first call raises ConfigurationError ("No such offset store"); nothing is created.
 
     Notes
     -----
@@ -100,9 +103,11 @@ class SqlOffsetStore(TransactionalOffsetStore):
     """
 
     def __init__(self, dialect: Dialect, *, table_prefix: str = "dstream_kafka_", schema: str | None = None,
-                 keep_history: int = 1000, also_commit_to_kafka_group: MirrorTarget | None | bool = None) -> None:
+                 keep_history: int = 1000, also_commit_to_kafka_group: MirrorTarget | None | bool = None,
+                 create: bool = True) -> None:
         super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
         self._dialect = dialect
+        self._create = create
         self.table_prefix = validate_prefix(table_prefix)
         if schema is not None:
             validate_prefix(schema, "schema")
@@ -130,8 +135,26 @@ class SqlOffsetStore(TransactionalOffsetStore):
         if self._conn is None or getattr(self._conn, "closed", False):
             self._conn = self._dialect.connect()
         if not self._tables_ready:
+            if not self._create:
+                self._require_tables(self._conn)
             self._create_tables(self._conn)
         return self._conn
+
+    def _require_tables(self, conn: Any) -> None:
+        """Refuse a database without the offsets table (``create=False``): nothing is created."""
+        try:
+            self._dialect.begin(conn, write=False)
+            conn.cursor().execute(self._q('SELECT 1 FROM {O} WHERE 1 = 0'))
+            conn.commit()
+        except self._dialect.errors as exc:
+            _rollback(conn)
+            # SQLite says "no such table", PostgreSQL gives SQLSTATE 42P01 (undefined_table).
+            if "no such table" not in str(exc) and getattr(exc, "pgcode", None) != "42P01":
+                raise self._dialect.wrap("reading the offsets table", exc) from None
+            raise ConfigurationError(
+                f"No such offset store: {self._dialect.describe()} has no table {self.tables['offsets']}. "
+                "Check the database the store URI names (a stream creates its tables when it first starts); "
+                "nothing was created.") from None
 
     def _create_tables(self, conn: Any) -> None:
         d, p = self._dialect, self.table_prefix
@@ -404,16 +427,18 @@ class SqliteOffsetStore(SqlOffsetStore):
     Parameters
     ----------
     path : str or os.PathLike
-        The database file (created with its folder on first use).
+        The database file (created with its folder on first use, unless ``create`` is False).
     timeout : float
         Seconds to wait for another writer's lock.
+    create : bool
+        False: the file must exist; nothing is created (see :class:`SqlOffsetStore`).
     **kwargs
         ``table_prefix``, ``keep_history``, ``also_commit_to_kafka_group``.
     """
 
     def __init__(self, path: str | os.PathLike[str] = "dstream_kafka_offsets.db", *, timeout: float = 30.0,
-                 **kwargs: Any) -> None:
-        super().__init__(SqliteDialect(path, timeout), **kwargs)
+                 create: bool = True, **kwargs: Any) -> None:
+        super().__init__(SqliteDialect(path, timeout, create=create), create=create, **kwargs)
         self.path = os.fspath(path)
 
 
@@ -426,6 +451,8 @@ class PostgresOffsetStore(SqlOffsetStore):
         libpq connection string or ``postgresql://`` URI.
     table_prefix, schema, keep_history, also_commit_to_kafka_group
         See :class:`SqlOffsetStore`.
+    create : bool
+        False: the tables must exist (see :class:`SqlOffsetStore`).
     timeout : float
         Seconds a store call waits to connect (libpq ``connect_timeout``, unless given) and for
         a lock another session holds (``lock_timeout``); past it the call fails with
@@ -438,6 +465,7 @@ class PostgresOffsetStore(SqlOffsetStore):
 
     def __init__(self, dsn: str | None = None, *, table_prefix: str = "dstream_kafka_", schema: str | None = None,
                  keep_history: int = 1000, also_commit_to_kafka_group: Any = None, timeout: float = 30.0,
-                 **connect_kwargs: Any) -> None:
+                 create: bool = True, **connect_kwargs: Any) -> None:
         super().__init__(PostgresDialect(dsn, connect_kwargs, timeout), table_prefix=table_prefix, schema=schema,
-                         keep_history=keep_history, also_commit_to_kafka_group=also_commit_to_kafka_group)
+                         keep_history=keep_history, also_commit_to_kafka_group=also_commit_to_kafka_group,
+                         create=create)

@@ -12,6 +12,7 @@ import datetime as _dt
 import math
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -86,11 +87,12 @@ class SqliteDialect(Dialect):
     name = "sqlite"
     now = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 
-    def __init__(self, path: str | os.PathLike[str], timeout: float = 30.0) -> None:
+    def __init__(self, path: str | os.PathLike[str], timeout: float = 30.0, *, create: bool = True) -> None:
         import sqlite3
 
         self.path = os.fspath(path)
         self.timeout = timeout
+        self.create = create  # False: the file must exist; nothing is created or converted
         self.errors = (sqlite3.Error,)
         self.integrity_errors = (sqlite3.IntegrityError,)
         self.connection_errors = ()
@@ -98,13 +100,22 @@ class SqliteDialect(Dialect):
     def connect(self) -> Any:
         import sqlite3
 
-        if self.path != ":memory:":
+        target, uri = self.path, False
+        if not self.create:
+            if not os.path.isfile(self.path):
+                raise ConfigurationError(
+                    f"No such offset store: the SQLite file {os.path.abspath(self.path)} does not exist. Check the "
+                    "path in the store URI (a stream creates its store when it first starts); nothing was created.")
+            # mode=rw: never create the file, even if it disappears after the check.
+            target, uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=rw", True
+        elif self.path != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         try:
             # isolation_level=None: the store issues BEGIN/COMMIT itself.
-            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
-                                   check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
+            conn = sqlite3.connect(target, timeout=self.timeout, isolation_level=None,
+                                   check_same_thread=False, uri=uri)
+            if self.create:  # a store's file is in WAL mode already; switching another file is a write
+                conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
         except sqlite3.Error as exc:
             raise self.wrap("connecting", exc) from None

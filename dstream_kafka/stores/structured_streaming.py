@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from dstream_kafka.errors import OffsetStoreError
+from dstream_kafka.errors import ConfigurationError, OffsetStoreError
 from dstream_kafka.offsets import OffsetRange, TopicPartition, partition_offsets_from_json, partition_offsets_to_json
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.records import CommitRecord, DataLossRecord, PlannedBatch, ResetAudit
@@ -57,9 +57,10 @@ class StructuredStreamingCheckpoint(OffsetStore):
     def _ids(self, folder: str) -> list[int]:
         where = os.path.join(self.path, folder)
         if folder == "offsets" and not os.path.isdir(where):
-            raise OffsetStoreError(
-                f"--store: {self.path} is not a Structured Streaming checkpoint (no offsets/ folder); give "
-                "the query's checkpointLocation")
+            what = "does not exist" if not os.path.exists(self.path) else "holds no offsets/ folder"
+            raise ConfigurationError(
+                f"No such offset store: {self.path} {what}, so it is not a Structured Streaming checkpoint. Check "
+                "the path in the store URI: give the query's checkpointLocation; nothing was created.")
         try:
             return sorted(int(n) for n in os.listdir(where) if n.isdigit())
         except FileNotFoundError:

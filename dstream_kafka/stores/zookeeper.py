@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import time
+import warnings
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -75,13 +76,19 @@ class ZooKeeperOffsetStore(OffsetStore):
     also_commit_to_kafka_group : dict or callable or bool, optional
         Mirror every commit to a Kafka group for lag tools (:func:`~dstream_kafka.stores.mirror.mirror_to`):
         by default through the stream's consumer to its group.id; False turns it off.
+    create : bool
+        False opens an existing store for reading: a chroot (``hosts/ROOT``) that does not exist
+        raises :class:`~dstream_kafka.errors.ConfigurationError` ("no such offset store"). The
+        store creates nodes only when it commits, so reads never create any.
     **client_kwargs
         Further ``KazooClient`` arguments (``auth_data``, ``use_ssl``, ...); never logged.
     """
 
     def __init__(self, hosts: Any = "127.0.0.1:2181", *, timeout: float = 15.0, keep_history: int = 1000,
-                 also_commit_to_kafka_group: MirrorTarget | None | bool = None, **client_kwargs: Any) -> None:
+                 also_commit_to_kafka_group: MirrorTarget | None | bool = None, create: bool = True,
+                 **client_kwargs: Any) -> None:
         super().__init__(mirror=mirror_to(also_commit_to_kafka_group))
+        self._create = create
         kazoo = _kazoo()
         self.keep_history = self._check_keep("keep_history", keep_history)
         self._exc = kazoo.exceptions
@@ -109,11 +116,19 @@ class ZooKeeperOffsetStore(OffsetStore):
     def _client(self) -> Any:
         if not self._started:
             try:
-                self._zk.start(timeout=self._timeout)
+                with warnings.catch_warnings():
+                    if not self._create:  # kazoo warns of a missing chroot; the check below says it in one line
+                        warnings.filterwarnings("ignore", message="No chroot path exists")
+                    self._zk.start(timeout=self._timeout)
             except Exception as exc:
                 raise OffsetStoreError(f"Connecting to ZooKeeper {self.hosts} failed: "
                                        f"{type(exc).__name__}: {exc}") from None
             self._started = True
+            chroot = getattr(self._zk, "chroot", "")
+            if not self._create and chroot and self._wait(self._zk.exists_async("/")) is None:
+                raise ConfigurationError(
+                    f"No such offset store: ZooKeeper {self.hosts} has no node {chroot} (the chroot). Check the path "
+                    "in the store URI (a stream creates its store when it first commits); nothing was created.")
         return self._zk
 
     def _wait(self, request: Any, deadline: float | None = None) -> Any:

@@ -101,7 +101,8 @@ def test_offsets_exported_from_a_query_imported_into_sqlite_let_a_dstream_resume
         kafka: Any, checkpoint_copy: tuple[str, Path], tmp_path: Path, make_ssc: Callable[..., Any]) -> None:
     topic, checkpoint = checkpoint_copy
     target = f"sqlite:///{tmp_path / 'migrated.db'}"
-    import_offsets(target, "migrated", export_offsets(f"structured-streaming:{checkpoint}", "query"))
+    import_offsets(target, "migrated", export_offsets(f"structured-streaming:{checkpoint}", "query"),
+                   bootstrap_servers=kafka.bootstrap_servers)
     kafka.produce(topic, ["new0"], partition=0)
     kafka.produce(topic, ["new1"], partition=1)
     with open_store(target) as store:

@@ -14,6 +14,7 @@ from dstream_kafka.offsets_admin import COLUMNS, OffsetRow, format_rows
 
 ROWS = [OffsetRow("etl", "clicks", 0, 118, 0, 120, 2, 1_764_000_005_000, 0),
         OffsetRow("etl", "clicks", 2, 10, 25, 40, 30, None, 15)]
+GONE = OffsetRow("etl", "views", 0, 7, None, None, None, 1_764_000_005_000, 0, "topic deleted")
 
 
 def test_the_plain_table_has_the_kafka_columns_a_lost_mark_and_a_total_line() -> None:
@@ -23,6 +24,17 @@ def test_the_plain_table_has_the_kafka_columns_a_lost_mark_and_a_total_line() ->
     assert lines[2].split() == ["etl", "clicks", "2", "10", "25", "40", "30", "-", "LOST", "15"]
     assert lines[3] == "TOTAL: 2 partitions, lag 32, 15 records LOST (committed offset below the log start)"
     assert "\x1b[" not in "\n".join(lines)
+
+
+def test_a_partition_of_a_deleted_topic_shows_dashes_a_topic_deleted_mark_and_stays_out_of_the_lag() -> None:
+    lines = format_rows([*ROWS, GONE]).splitlines()
+    assert lines[3].split() == ["etl", "views", "0", "7", "-", "-", "-", "2025-11-24T16:00:05.000Z", "TOPIC",
+                                "DELETED"]
+    assert lines[4] == ("TOTAL: 3 partitions, lag 32, 15 records LOST (committed offset below the log start), "
+                        "1 GONE from the cluster (topic deleted; not in the lag)")
+    parsed = json.loads(format_rows([GONE], "json"))[0]
+    assert (parsed["gone"], parsed["log_start_offset"], parsed["log_end_offset"], parsed["lag"]) == (
+        "topic deleted", None, None, None)
 
 
 def test_a_total_without_lost_records_names_only_the_lag() -> None:
@@ -39,7 +51,7 @@ def test_json_lists_every_field_with_the_batch_time_in_iso_8601() -> None:
     parsed = json.loads(format_rows(ROWS, "json"))
     assert parsed[0] == {"group": "etl", "topic": "clicks", "partition": 0, "current_offset": 118,
                          "log_start_offset": 0, "log_end_offset": 120, "lag": 2,
-                         "last_batch_time_ms": 1_764_000_005_000, "data_lost": 0,
+                         "last_batch_time_ms": 1_764_000_005_000, "data_lost": 0, "gone": "",
                          "last_batch_time": "2025-11-24T16:00:05.000Z"}
     assert parsed[1]["last_batch_time"] == "-" and parsed[1]["data_lost"] == 15
 
@@ -97,9 +109,9 @@ def test_the_offsets_command_silences_the_client_loggers_only_while_it_runs(tmp_
     before = kafka.level
     kafka.setLevel(logging.INFO)
     try:
-        # an empty store: the command fails (exit 1), and restores the levels all the same
+        # no such store: the command fails (exit 1), and restores the levels all the same
         assert main(["offsets", "export", "--store", f"sqlite:///{store}", "--group", "g"]) == 1
-        assert "holds no committed offsets for group 'g'" in capsys.readouterr().err
+        assert "No such offset store" in capsys.readouterr().err
         assert kafka.level == logging.INFO
     finally:
         kafka.setLevel(before)

@@ -128,6 +128,29 @@ def test_partition_offsets_from_json_can_forbid_sentinels() -> None:
         partition_offsets_from_json('{"t":{"0":-1}}', allowed_sentinels=())
 
 
+def test_a_refused_sentinel_is_answered_with_an_example_that_uses_no_sentinel() -> None:
+    with pytest.raises(OffsetsJsonError) as info:
+        partition_offsets_from_json('{"t":{"0":-1}}', "--file", allowed_sentinels=())
+    assert 'Expected e.g. {"topicA":{"0":23,"1":42}}, got' in str(info.value)
+    with pytest.raises(OffsetsJsonError) as info:
+        partition_offsets_from_json('{"t":{"0":-2}}', allowed_sentinels=(LATEST,))
+    assert 'Expected e.g. {"topicA":{"0":23,"1":-1}}, got' in str(info.value)
+
+
+def test_an_offset_beyond_int64_is_out_of_range_naming_the_valid_range_not_a_type_error() -> None:
+    with pytest.raises(OffsetsJsonError) as info:
+        partition_offsets_from_json('{"t":{"0":%d}}' % 2**70, "startingOffsets")
+    assert (f"offset {2**70} for t-0 is out of range: offsets are 0 to 9223372036854775807 (2**63 - 1), "
+            "or -2 or -1") in str(info.value)
+    assert "not an int" not in str(info.value)
+
+
+def test_a_partition_key_beyond_int32_is_out_of_range_naming_the_valid_range() -> None:
+    with pytest.raises(OffsetsJsonError, match=r'partition key "2147483648" of topic "t" is out of range: '
+                                               r"partitions are 0 to 2147483647"):
+        partition_offsets_from_json('{"t":{"2147483648":1}}')
+
+
 def test_partition_offsets_from_json_can_allow_only_latest() -> None:
     assert partition_offsets_from_json('{"t":{"0":-1}}', allowed_sentinels=(LATEST,)) == {
         TopicPartition("t", 0): -1

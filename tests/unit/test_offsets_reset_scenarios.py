@@ -77,6 +77,13 @@ def test_a_malformed_csv_file_names_from_file(text: str) -> None:
         parse_offsets_file(text)
 
 
+def test_a_csv_file_giving_a_partition_twice_is_refused_naming_the_partition_and_both_lines() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        parse_offsets_file("events,0,23\nevents,1,7\nevents,0,40\n")
+    assert str(info.value) == ("--from-file: partition 0 of topic 'events' is given twice, on lines 1 and 3; keep "
+                               "one line per partition")
+
+
 def test_offsets_json_with_sentinels_is_refused_naming_from_file() -> None:
     with pytest.raises(OffsetsJsonError, match="--from-file"):
         parse_offsets_file('{"events":{"0":-2}}')
@@ -97,6 +104,15 @@ def test_the_plan_table_shows_before_and_after_and_says_nothing_was_written_in_a
         "below the log start",
         "DRY RUN: 2 partitions planned; 1 clamped into [log start, log end]; nothing written (add --execute to write)"]
     assert format_reset(rows[:1], executed=True).splitlines()[-1] == "RESET: 1 partitions written"
+
+
+def test_a_skipped_partition_shows_dashes_and_is_counted_apart_from_the_written_ones() -> None:
+    rows = [ResetRow("g", "t", 0, 118, 0, 0, 120), ResetRow("g", "gone", 0, 7, None, None, None,
+                                                            "SKIPPED: topic deleted")]
+    lines = format_reset(rows, executed=True).splitlines()
+    assert lines[2].split() == ["g", "gone", "0", "7", "-", "-", "-", "SKIPPED:", "topic", "deleted"]
+    assert lines[-1] == ("RESET: 1 partitions written; 1 skipped (topic gone from the cluster, the store keeps its "
+                         "offset)")
 
 
 @given(st.dictionaries(st.tuples(st.text("abc-._", min_size=1, max_size=5), st.integers(0, 2**31 - 1)),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dstream_kafka.errors import OffsetFencedError, OffsetStoreError
+from dstream_kafka.errors import ConfigurationError, OffsetFencedError, OffsetStoreError
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.stores.structured_streaming import StructuredStreamingCheckpoint
 
@@ -55,9 +55,13 @@ def test_an_offsets_log_of_a_newer_format_is_refused_naming_the_upgrade(tmp_path
         store.load("q")
 
 
-def test_a_folder_without_offsets_is_not_a_checkpoint(tmp_path: Path) -> None:
-    with pytest.raises(OffsetStoreError, match=r"is not a Structured Streaming checkpoint \(no offsets/ folder\)"):
+def test_a_folder_without_offsets_is_no_such_store(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match=r"No such offset store: .* holds no offsets/ folder, so it is not a "
+                                                 r"Structured Streaming checkpoint"):
         StructuredStreamingCheckpoint(tmp_path).load("q")
+    with pytest.raises(ConfigurationError, match=r"No such offset store: .*/gone does not exist"):
+        StructuredStreamingCheckpoint(tmp_path / "gone").load("q")
+    assert not (tmp_path / "gone").exists()
 
 
 def test_a_checkpoint_takes_no_ordinary_commit(tmp_path: Path) -> None:

@@ -79,3 +79,21 @@ def test_a_missing_partition_is_named_with_the_partitions_the_topic_has() -> Non
 @given(st.integers(min_value=0, max_value=2**62))
 def test_any_whole_millisecond_count_is_a_starting_timestamp(stamp: int) -> None:
     assert StartOptions.parse({"startingTimestamp": stamp}).start.timestamp == stamp
+
+
+@pytest.mark.parametrize("options, fragment", [
+    ({"startingOffsets": '{"t":{"0":%d}}' % 2**70}, f"offset {2**70} for t-0 is out of range: offsets are 0 to "
+                                                    "9223372036854775807"),
+    ({"startingTimestamp": str(2**70)}, "option startingTimestamp is out of range: a timestamp in milliseconds "
+                                        "since the epoch is 0 to 9223372036854775807"),
+])
+def test_a_value_beyond_int64_is_refused_as_out_of_range_naming_the_valid_range(
+        options: dict[str, str], fragment: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        StartOptions.parse(options)
+    assert fragment in str(info.value) and "not an int" not in str(info.value)
+
+
+def test_a_starting_timestamp_of_non_ascii_digits_is_refused_as_not_a_whole_number() -> None:
+    with pytest.raises(ConfigurationError, match="must be a timestamp in milliseconds since the epoch"):
+        StartOptions.parse({"startingTimestamp": "\u00b2"})
