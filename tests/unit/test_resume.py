@@ -136,12 +136,41 @@ def test_a_stored_partition_that_vanished_is_data_loss() -> None:
         _resume(_positions(), consumer, store, {T0})
 
 
-def test_a_new_partition_starts_at_its_committed_offset_else_its_first() -> None:
+def test_without_a_store_a_new_partition_starts_at_its_committed_offset_else_its_first() -> None:
+    consumer = _Consumer({T0: (0, 50), T1: (0, 50), T2: (4, 50)}, committed={T1: 6}, positions={T0: 1})
+    positions = _positions()
+    _resume(positions, consumer, None, {T0})
+    positions.track(consumer, {T0, T1, T2})
+    assert positions.current == {T0: 1, T1: 6, T2: 4}
+
+
+def test_with_a_store_a_new_partition_starts_at_its_first_offset_not_the_groups() -> None:
     consumer = _Consumer({T0: (0, 50), T1: (0, 50), T2: (4, 50)}, committed={T1: 6})
     positions = _positions()
     _resume(positions, consumer, _Store({T0: 1}), {T0})
     positions.track(consumer, {T0, T1, T2})
-    assert positions.current == {T0: 1, T1: 6, T2: 4}
+    assert positions.current == {T0: 1, T1: 0, T2: 4}
+
+
+@pytest.mark.parametrize(("reset", "start"), [("earliest", 3), ("latest", 50)])
+def test_an_empty_store_starts_at_auto_offset_reset_not_the_groups_committed_offset(
+        reset: str, start: int) -> None:
+    consumer = _Consumer({T0: (3, 50)}, committed={T0: 40}, positions={T0: 40})
+    strategy = ConsumerStrategies.Subscribe(["t"], {**PARAMS, "auto.offset.reset": reset})
+    positions = PartitionPositions(strategy, group_id="g", store_group="g", fail_on_data_loss=True)
+    _resume(positions, consumer, _Store({}), {T0})
+    assert positions.current == {T0: start}
+
+
+def test_an_empty_store_warns_naming_the_groups_offsets_and_the_option_that_takes_them(
+        caplog: pytest.LogCaptureFixture) -> None:
+    consumer = _Consumer({T0: (0, 50), T1: (0, 50)}, committed={T1: 40})
+    positions = _positions()
+    with caplog.at_level("WARNING", logger="dstream_kafka.resume"):
+        _resume(positions, consumer, _Store({T0: 5}), {T0, T1})
+    warning, = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert "t-1 at 40" in warning and """'startingOffsets': '{"t":{"1":40}}'""" in warning
+    assert positions.current[T1] == 0
 
 
 def test_a_revoked_partition_fails_naming_it() -> None:
