@@ -29,7 +29,9 @@ AUTOINCREMENT``)::
 
 ``Poffsets`` is the source of truth for where the group resumes. Before every commit (and on
 :meth:`~SqlOffsetStore.load`) it is compared with the newest ``Pcommits`` row (plus data losses
-recorded since); a row changed, added or deleted by hand raises
+recorded since), and that row with its own ranges and with the row before it (its ranges must
+start where that row's offsets, moved over the data losses recorded after it, left each
+partition; a reset's may start anywhere); a row changed, added or deleted by hand raises
 :class:`~dstream_kafka.errors.OffsetStoreError` naming the partition, and nothing is committed
 or reset. To move offsets on purpose, edit ``Poffsets`` and delete the group's ``Pcommits``
 rows: without history the table is taken as it is (this is also how offsets can be seeded), or
@@ -212,26 +214,22 @@ class SqlOffsetStore(TransactionalOffsetStore):
                     f"topic={topic!r}, partition={partition!r}, until_offset={until!r} (not an offset; the "
                     "row was edited by hand). Nothing was committed and no offset was reset; fix the row.")
             stored[TopicPartition(topic, partition)] = until
-        # The newest commit and the data losses recorded after it, in one round trip.
-        cur.execute(self._q('SELECT c."id", c."batch_time_ms", c."offsets", l."topic", l."partition", '
-                            'l."lost_from", l."lost_until" FROM (SELECT "id", "batch_time_ms", "offsets" '
-                            'FROM {C} WHERE "group_id" = ? ORDER BY "id" DESC LIMIT 1) c LEFT JOIN {L} l '
-                            'ON l."group_id" = ? AND l."after_commit_id" = c."id" ORDER BY l."id"'),
+        # The two newest commits and the data losses recorded after each, in one round trip.
+        cur.execute(self._q('SELECT c."id", c."batch_time_ms", c."offsets", c."ranges", c."reset", l."topic", '
+                            'l."partition", l."lost_from", l."lost_until" FROM (SELECT "id", "batch_time_ms", '
+                            '"offsets", "ranges", "reset" FROM {C} WHERE "group_id" = ? ORDER BY "id" DESC '
+                            'LIMIT 2) c LEFT JOIN {L} l ON l."group_id" = ? AND l."after_commit_id" = c."id" '
+                            'ORDER BY c."id" DESC, l."id"'),
                     (group_id, group_id))
         rows = cur.fetchall()
         if not rows:
             return stored, None  # no history: the table is taken as it is (seeded offsets)
-        commit_id, batch_time, offsets_json = rows[0][:3]
-        try:
-            expected = partition_offsets_from_json(offsets_json, f"{self.tables['commits']}.offsets",
-                                                   allowed_sentinels=())
-        except ConfigurationError as exc:
-            raise OffsetStoreError(f"The newest commit row (id {commit_id}) of group {group_id!r} is "
-                                   f"unreadable: {exc}. Nothing was committed or reset.") from None
-        for topic, partition, lost_from, lost_until in (row[3:] for row in rows if row[3] is not None):
-            tp = TopicPartition(topic, partition)
-            if expected.get(tp) == lost_from:
-                expected[tp] = lost_until
+        commits = [_CommitRow(self.tables["commits"], group_id, [row for row in rows if row[0] == commit_id])
+                   for commit_id in sorted({row[0] for row in rows}, reverse=True)]
+        newest = commits[0]
+        commit_id, batch_time = newest.id, newest.batch_time_ms
+        self._check_chain(group_id, commits[1] if len(commits) > 1 else None, newest)
+        expected = newest.after_losses()
         problems = []
         for tp in sorted(set(stored) | set(expected)):
             have, want = stored.get(tp), expected.get(tp)
@@ -255,6 +253,53 @@ class SqlOffsetStore(TransactionalOffsetStore):
                 f"{self.tables['commits']}.offsets), or, if the change is deliberate, delete the group's "
                 f"rows from {self.tables['commits']} so the table is taken as it is.")
         return stored, commit_id
+
+    def _check_chain(self, group_id: str, previous: _CommitRow | None, newest: _CommitRow) -> None:
+        """Refuse a newest commit row that contradicts its own ranges or the row before it.
+
+        Its offsets must be where its ranges end, and the previous row's offsets (moved over
+        the data losses recorded after it) moved to the end of its ranges; unless it is a
+        reset, each range must start where the previous row left its partition. Without a
+        previous row (the first commit, or history pruned to one row) only its own ranges are
+        checked. A row edited by hand, even consistently with the offsets table, would
+        otherwise skip records silently.
+
+        Raises
+        ------
+        OffsetStoreError
+            Naming the store, the group, the partition, both offsets and what to do.
+        """
+        problems = [f"topic {r.topic} partition {r.partition}: its offsets say {newest.offsets.get(r.topicPartition())}, "
+                    f"but its own range ends at {r.untilOffset}"
+                    for r in newest.ranges if newest.offsets.get(r.topicPartition()) != r.untilOffset]
+        if previous is not None and not problems:
+            problems = self._breaks(previous, newest)
+        if problems:
+            raise OffsetStoreError(
+                f"The commit history of group {group_id!r} in {self!r} is broken at {self.tables['commits']} "
+                f"id {newest.id} (batch {newest.batch_time_ms}): " + "; ".join(problems) + ". The rows were "
+                "edited by hand: records between the two offsets would be skipped with no data loss "
+                "recorded. Nothing was committed and no offset was reset. Inspect the commits with "
+                f"`dstream-kafka offsets history --group {group_id}`; restore the edited rows of "
+                f"{self.tables['commits']} and {self.tables['offsets']}, then move the offsets on purpose "
+                "with `dstream-kafka offsets reset`, which records the move.")
+
+    @staticmethod
+    def _breaks(previous: _CommitRow, newest: _CommitRow) -> list[str]:
+        """Describe where ``newest`` does not continue ``previous``."""
+        before = previous.after_losses()
+        problems = [f"topic {r.topic} partition {r.partition}: its range starts at {r.fromOffset}, but "
+                    f"the commit before it (id {previous.id}, batch {previous.batch_time_ms}) ended at "
+                    f"{before[r.topicPartition()]}"
+                    for r in newest.ranges
+                    if not newest.is_reset and r.topicPartition() in before
+                    and before[r.topicPartition()] != r.fromOffset]
+        expected = advance_offsets(before, newest.ranges)
+        problems += [f"topic {tp.topic} partition {tp.partition}: its offsets say {newest.offsets.get(tp)}, "
+                     f"but the commit before it (id {previous.id}) and its ranges give {expected.get(tp)}"
+                     for tp in sorted(set(expected) | set(newest.offsets))
+                     if expected.get(tp) != newest.offsets.get(tp)]
+        return problems
 
     def _committed_ranges(self, cur: Any, group_id: str, t: int) -> tuple[OffsetRange, ...] | None:
         cur.execute(self._q('SELECT "ranges" FROM {C} WHERE "group_id" = ? AND "batch_time_ms" = ?'), (group_id, t))
@@ -391,6 +436,29 @@ class SqlOffsetStore(TransactionalOffsetStore):
         with self._lock:
             self._drop_connection()
             super().close()
+
+
+class _CommitRow:
+    """One ``"Pcommits"`` row of a group as ``_state`` reads it, with the data losses after it."""
+
+    def __init__(self, table: str, group_id: str, rows: list[Any]) -> None:
+        self.id, self.batch_time_ms = rows[0][0], int(rows[0][1])
+        try:
+            self.offsets = partition_offsets_from_json(rows[0][2], f"{table}.offsets", allowed_sentinels=())
+            self.ranges = tuple(offset_ranges_from_json(rows[0][3], f"{table}.ranges"))
+        except ConfigurationError as exc:
+            raise OffsetStoreError(f"The commit row id {self.id} of group {group_id!r} in {table} is "
+                                   f"unreadable: {exc}. Nothing was committed or reset.") from None
+        self.is_reset = rows[0][4] is not None
+        self.losses = [(TopicPartition(row[5], row[6]), row[7], row[8]) for row in rows if row[5] is not None]
+
+    def after_losses(self) -> dict[TopicPartition, int]:
+        """The offsets after this commit, moved over the data losses recorded after it."""
+        offsets = dict(self.offsets)
+        for tp, lost_from, lost_until in self.losses:
+            if offsets.get(tp) == lost_from:
+                offsets[tp] = lost_until
+        return offsets
 
 
 def _rollback(conn: Any) -> None:
