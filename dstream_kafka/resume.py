@@ -170,6 +170,9 @@ class PartitionPositions:
         # Deleted partitions given up (failOnDataLoss=False) that the driver consumer may
         # still have assigned until its group rebalances; never started again meanwhile.
         self.lost: set[TopicPartition] = set()
+        # The newest end offset seen of every partition (planning, retention check): a deleted
+        # partition read up to it lost nothing.
+        self.known_ends: dict[TopicPartition, int] = {}
         # If the group handed out nothing at start (a slow join), partitions that arrive later
         # are still the first start's: they begin at the strategy's offsets / auto.offset.reset.
         self._first_start_pending = False
@@ -303,31 +306,55 @@ class PartitionPositions:
         if store is not None:
             store.record_data_loss(self.store_group, tp, off, off, None)
 
+    def note_ends(self, latest: Mapping[TopicPartition, int]) -> None:
+        """Remember the end offsets just looked up (see :meth:`lose`)."""
+        self.known_ends.update(latest)
+
     def lose(self, partitions: Collection[TopicPartition], store: OffsetStore | None) -> None:
         """Stop tracking ``partitions``, which no longer exist in Kafka (topic deleted).
 
-        With ``failOnDataLoss=False`` the loss is logged and recorded in ``store`` (the range
-        from the partition's position, whose end is unknown, is recorded as empty) and the
-        stream goes on without them.
+        A partition whose position had reached its last known end offset (every record the
+        stream saw in it was planned) lost nothing: its deletion is logged and the stream
+        goes on without it. The others, and those whose end was never looked up, had records
+        not read yet: with ``failOnDataLoss=False`` the loss is logged and recorded in
+        ``store`` (the range from the partition's position, whose end is unknown, is recorded
+        as empty) and the stream goes on without them.
 
         Raises
         ------
         DataLossError
-            Naming the partitions, when data loss fails the stream.
+            Naming the partitions with unread records, when data loss fails the stream.
         """
         if not partitions:
             return
+        done = {tp for tp in partitions
+                if tp in self.current and self.current[tp] >= self.known_ends.get(tp, self.current[tp] + 1)}
+        if done:
+            logger.warning("Topic %s was deleted from Kafka; every record of partitions %s had been read "
+                           "(nothing is lost): continuing without it",
+                           ", ".join(sorted({repr(tp.topic) for tp in done})),
+                           ", ".join(f"{tp.topic}-{tp.partition} (up to offset {self.current[tp]})"
+                                     for tp in sorted(done)))
+            for tp in done:
+                self.lost.add(tp)
+                self.current.pop(tp)
+        unread = set(partitions) - done
+        if not unread:
+            return
         names = ", ".join(f"{tp.topic}-{tp.partition} (at offset {self.current.get(tp)})"
-                          for tp in sorted(partitions))
-        topics = ", ".join(sorted({repr(tp.topic) for tp in partitions}))
+                          for tp in sorted(unread))
+        ends = ", ".join(f"{tp.topic}-{tp.partition} {self.known_ends[tp]}" for tp in sorted(unread)
+                         if tp in self.known_ends)
+        topics = ", ".join(sorted({repr(tp.topic) for tp in unread}))
         problem = (f"partitions {names} no longer exist in Kafka: topic {topics} was deleted while "
                    f"group {self.store_group} was reading it")
         if self.fail_on_data_loss:
-            raise DataLossError(problem + "; records not read yet are lost. Recreate the topic and "
+            raise DataLossError(problem + "; records not read yet are lost"
+                                + (f" (last known end offsets: {ends})" if ends else "") + ". Recreate the topic and "
                                 "restore its data, or set failOnDataLoss=False to continue without "
                                 "it (the loss is recorded in the offset store)")
         logger.warning("%s; continuing without them (failOnDataLoss=False)", problem)
-        for tp in sorted(partitions):
+        for tp in sorted(unread):
             self.lost.add(tp)
             off = self.current.pop(tp, None)
             if store is not None and off is not None:
@@ -434,6 +461,7 @@ class PartitionPositions:
         for tp, off in list(offsets.items()):
             ktp = _ktp(tp)
             first, last = int(earliest[ktp]), int(latest[ktp])
+            self.known_ends[tp] = last
             if first <= off <= last:
                 continue
             problem = (f"stored offset {off} of {tp.topic}-{tp.partition} for group {self.group_id} "

@@ -231,3 +231,25 @@ def test_the_pending_batch_is_re_run_once_with_its_own_ranges_and_time() -> None
     positions.advance(replay[1], {T0: 50}, replaying=True)
     assert positions.current == {T0: 9} and positions.unassigned == {T1: 4}
     assert positions.take_replay({T0: 50}) is None
+
+
+def test_a_deleted_topic_read_to_its_last_known_end_is_given_up_without_data_loss() -> None:
+    consumer = _Consumer({T0: (0, 50), T1: (0, 50)})
+    positions = _positions()
+    store = _Store({T0: 1, T1: 1})
+    _resume(positions, consumer, store, {T0, T1})
+    positions.note_ends({T0: 9, T1: 9})
+    positions.advance({T0: 9, T1: 9}, {T0, T1}, replaying=False)  # the batch reading up to the end
+    consumer.logs = {}
+    positions.track(consumer, set(), store)
+    assert positions.current == {} and store.losses == []
+
+
+def test_a_deleted_topic_with_records_past_the_position_fails_naming_the_last_known_end() -> None:
+    consumer = _Consumer({T0: (0, 50)})
+    positions = _positions()
+    _resume(positions, consumer, _Store({T0: 1}), {T0})
+    positions.note_ends({T0: 9})
+    consumer.logs = {}
+    with pytest.raises(DataLossError, match="t-0 \\(at offset 1\\).*last known end offsets: t-0 9"):
+        positions.track(consumer, set())
