@@ -60,7 +60,7 @@ from dstream_kafka.offsets import (
 )
 from dstream_kafka.stores.base import Transaction, TransactionalOffsetStore
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
-from dstream_kafka.stores.records import CommitRecord, DataLossRecord, advance_offsets
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, advance_offsets, chain_breaks
 from dstream_kafka.stores.sql_layout import check_layout, reset_audit
 from dstream_kafka.stores.sql_dialects import (
     Dialect,
@@ -269,11 +269,9 @@ class SqlOffsetStore(TransactionalOffsetStore):
         OffsetStoreError
             Naming the store, the group, the partition, both offsets and what to do.
         """
-        problems = [f"topic {r.topic} partition {r.partition}: its offsets say {newest.offsets.get(r.topicPartition())}, "
-                    f"but its own range ends at {r.untilOffset}"
-                    for r in newest.ranges if newest.offsets.get(r.topicPartition()) != r.untilOffset]
-        if previous is not None and not problems:
-            problems = self._breaks(previous, newest)
+        problems = chain_breaks(None if previous is None else previous.after_losses(), newest.ranges,
+                                newest.offsets, reset=newest.is_reset,
+                                previous=f"the commit before it (id {previous and previous.id})")
         if problems:
             raise OffsetStoreError(
                 f"The commit history of group {group_id!r} in {self!r} is broken at {self.tables['commits']} "
@@ -283,23 +281,6 @@ class SqlOffsetStore(TransactionalOffsetStore):
                 f"`dstream-kafka offsets history --group {group_id}`; restore the edited rows of "
                 f"{self.tables['commits']} and {self.tables['offsets']}, then move the offsets on purpose "
                 "with `dstream-kafka offsets reset`, which records the move.")
-
-    @staticmethod
-    def _breaks(previous: _CommitRow, newest: _CommitRow) -> list[str]:
-        """Describe where ``newest`` does not continue ``previous``."""
-        before = previous.after_losses()
-        problems = [f"topic {r.topic} partition {r.partition}: its range starts at {r.fromOffset}, but "
-                    f"the commit before it (id {previous.id}, batch {previous.batch_time_ms}) ended at "
-                    f"{before[r.topicPartition()]}"
-                    for r in newest.ranges
-                    if not newest.is_reset and r.topicPartition() in before
-                    and before[r.topicPartition()] != r.fromOffset]
-        expected = advance_offsets(before, newest.ranges)
-        problems += [f"topic {tp.topic} partition {tp.partition}: its offsets say {newest.offsets.get(tp)}, "
-                     f"but the commit before it (id {previous.id}) and its ranges give {expected.get(tp)}"
-                     for tp in sorted(set(expected) | set(newest.offsets))
-                     if expected.get(tp) != newest.offsets.get(tp)]
-        return problems
 
     def _committed_ranges(self, cur: Any, group_id: str, t: int) -> tuple[OffsetRange, ...] | None:
         cur.execute(self._q('SELECT "ranges" FROM {C} WHERE "group_id" = ? AND "batch_time_ms" = ?'), (group_id, t))
