@@ -100,8 +100,9 @@ def _keeps_group_offsets(store: OffsetStore) -> bool:
 def _no_reset(tp: TopicPartition) -> ConfigurationError:
     return ConfigurationError(
         f"No starting offset for {tp.topic}-{tp.partition}: it has no stored (or, with the Kafka "
-        "group store, committed) offset and auto.offset.reset is 'none'; give explicit offsets to the consumer strategy (or the "
-        "startingOffsets option) or set auto.offset.reset to 'earliest' or 'latest'")
+        "group store, committed) offset and auto.offset.reset is 'none'; give explicit offsets to "
+        "the consumer strategy (or the startingOffsets option) or set auto.offset.reset to "
+        "'earliest' or 'latest'")
 
 
 def vanished_partitions(kafkaParams: Mapping[str, Any],
@@ -331,7 +332,8 @@ class PartitionPositions:
                 if tp in self.current and self.current[tp] >= self.known_ends.get(tp, self.current[tp] + 1)}
         if done:
             logger.warning("Topic %s was deleted from Kafka; every record of partitions %s had been read "
-                           "(nothing is lost): continuing without it",
+                           "or planned (nothing is lost; a planned batch whose records are gone "
+                           "fails on its executors): continuing without it",
                            ", ".join(sorted({repr(tp.topic) for tp in done})),
                            ", ".join(f"{tp.topic}-{tp.partition} (up to offset {self.current[tp]})"
                                      for tp in sorted(done)))

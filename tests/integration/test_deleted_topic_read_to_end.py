@@ -31,7 +31,8 @@ def test_a_topic_read_to_its_end_and_deleted_leaves_a_fail_on_data_loss_stream_r
         kafka.create_topic(topic, partitions=1)
         kafka.produce(topic, [(None, topic.encode())] * 2)
     ssc = make_ssc()
-    strategy = ConsumerStrategies.Subscribe([kept, doomed], string_params(kafka, group, **{"auto.offset.reset": "earliest"}))
+    params = string_params(kafka, group, **{"auto.offset.reset": "earliest"})
+    strategy = ConsumerStrategies.Subscribe([kept, doomed], params)
     seen: list[str] = []
     with OffsetStores.sqlite(str(tmp_path / "offsets.db")) as store:
         KafkaUtils.createDirectStream(ssc, LocationStrategies.PreferConsistent, strategy, offsetStore=store,

@@ -67,8 +67,8 @@ def test_a_consistent_hand_edit_of_the_offsets_and_the_newest_commit_is_refused_
     two_commits.edit('UPDATE "{p}offsets" SET "until_offset" = 28')
     two_commits.edit('UPDATE "{p}commits" SET "offsets" = ? WHERE "batch_time_ms" = 2000', '{"events":{"0":28}}')
     with contextlib.closing(two_commits.make()) as store, \
-            pytest.raises(OffsetStoreError, match=r"group 'group-1'.*partition 0: the commit stores offset 28, but its own "
-                                                  r"range ends at 20.*offsets history"):
+            pytest.raises(OffsetStoreError, match=r"group 'group-1'.*partition 0: the commit stores offset 28, "
+                                                  r"but its own range ends at 20.*offsets history"):
         store.load(G)
 
 
