@@ -60,7 +60,8 @@ from dstream_kafka.offsets import (
 )
 from dstream_kafka.stores.base import Transaction, TransactionalOffsetStore
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
-from dstream_kafka.stores.records import CommitRecord, DataLossRecord, advance_offsets, chain_breaks
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, advance_offsets
+from dstream_kafka.stores.sql_history import CommitRow, check_chain
 from dstream_kafka.stores.sql_layout import check_layout, reset_audit
 from dstream_kafka.stores.sql_dialects import (
     Dialect,
@@ -224,11 +225,11 @@ class SqlOffsetStore(TransactionalOffsetStore):
         rows = cur.fetchall()
         if not rows:
             return stored, None  # no history: the table is taken as it is (seeded offsets)
-        commits = [_CommitRow(self.tables["commits"], group_id, [row for row in rows if row[0] == commit_id])
+        commits = [CommitRow(self.tables["commits"], group_id, [row for row in rows if row[0] == commit_id])
                    for commit_id in sorted({row[0] for row in rows}, reverse=True)]
         newest = commits[0]
         commit_id, batch_time = newest.id, newest.batch_time_ms
-        self._check_chain(group_id, commits[1] if len(commits) > 1 else None, newest)
+        check_chain(repr(self), self.tables, group_id, commits[1] if len(commits) > 1 else None, newest)
         expected = newest.after_losses()
         problems = []
         for tp in sorted(set(stored) | set(expected)):
@@ -253,34 +254,6 @@ class SqlOffsetStore(TransactionalOffsetStore):
                 f"{self.tables['commits']}.offsets), or, if the change is deliberate, delete the group's "
                 f"rows from {self.tables['commits']} so the table is taken as it is.")
         return stored, commit_id
-
-    def _check_chain(self, group_id: str, previous: _CommitRow | None, newest: _CommitRow) -> None:
-        """Refuse a newest commit row that contradicts its own ranges or the row before it.
-
-        Its offsets must be where its ranges end, and the previous row's offsets (moved over
-        the data losses recorded after it) moved to the end of its ranges; unless it is a
-        reset, each range must start where the previous row left its partition. Without a
-        previous row (the first commit, or history pruned to one row) only its own ranges are
-        checked. A row edited by hand, even consistently with the offsets table, would
-        otherwise skip records silently.
-
-        Raises
-        ------
-        OffsetStoreError
-            Naming the store, the group, the partition, both offsets and what to do.
-        """
-        problems = chain_breaks(None if previous is None else previous.after_losses(), newest.ranges,
-                                newest.offsets, reset=newest.is_reset,
-                                previous=f"the commit before it (id {previous and previous.id})")
-        if problems:
-            raise OffsetStoreError(
-                f"The commit history of group {group_id!r} in {self!r} is broken at {self.tables['commits']} "
-                f"id {newest.id} (batch {newest.batch_time_ms}): " + "; ".join(problems) + ". The rows were "
-                "edited by hand: records between the two offsets would be skipped with no data loss "
-                "recorded. Nothing was committed and no offset was reset. Inspect the commits with "
-                f"`dstream-kafka offsets history --group {group_id}`; restore the edited rows of "
-                f"{self.tables['commits']} and {self.tables['offsets']}, then move the offsets on purpose "
-                "with `dstream-kafka offsets reset`, which records the move.")
 
     def _committed_ranges(self, cur: Any, group_id: str, t: int) -> tuple[OffsetRange, ...] | None:
         cur.execute(self._q('SELECT "ranges" FROM {C} WHERE "group_id" = ? AND "batch_time_ms" = ?'), (group_id, t))
@@ -417,29 +390,6 @@ class SqlOffsetStore(TransactionalOffsetStore):
         with self._lock:
             self._drop_connection()
             super().close()
-
-
-class _CommitRow:
-    """One ``"Pcommits"`` row of a group as ``_state`` reads it, with the data losses after it."""
-
-    def __init__(self, table: str, group_id: str, rows: list[Any]) -> None:
-        self.id, self.batch_time_ms = rows[0][0], int(rows[0][1])
-        try:
-            self.offsets = partition_offsets_from_json(rows[0][2], f"{table}.offsets", allowed_sentinels=())
-            self.ranges = tuple(offset_ranges_from_json(rows[0][3], f"{table}.ranges"))
-        except ConfigurationError as exc:
-            raise OffsetStoreError(f"The commit row id {self.id} of group {group_id!r} in {table} is "
-                                   f"unreadable: {exc}. Nothing was committed or reset.") from None
-        self.is_reset = rows[0][4] is not None
-        self.losses = [(TopicPartition(row[5], row[6]), row[7], row[8]) for row in rows if row[5] is not None]
-
-    def after_losses(self) -> dict[TopicPartition, int]:
-        """The offsets after this commit, moved over the data losses recorded after it."""
-        offsets = dict(self.offsets)
-        for tp, lost_from, lost_until in self.losses:
-            if offsets.get(tp) == lost_from:
-                offsets[tp] = lost_until
-        return offsets
 
 
 def _rollback(conn: Any) -> None:
