@@ -249,6 +249,7 @@ class PartitionPositions:
                     store.record_data_loss(self.store_group, gone.topicPartition(),
                                            gone.fromOffset, gone.untilOffset, None)
         from_option = f"option {options.start.option}" if options is not None else ""
+        defaulted = []  # started by auto.offset.reset or at the first offset: no offset was given
         for tp in tps:
             if tp in chosen:
                 origin = from_option
@@ -257,8 +258,10 @@ class PartitionPositions:
                 self.current[tp], origin = self.start_offset_and_origin(consumer, tp, first_start)
             logger.info("Partition %s-%s starts at offset %s (from %s)", tp.topic, tp.partition,
                         self.current[tp], origin)
-        if not self.group_is_store:
-            self._warn_group_offsets_ignored(consumer, store, tps)
+            if origin.startswith(("auto.offset.reset", "the first offset")):
+                defaulted.append(tp)
+        if not self.group_is_store and defaulted:
+            self._warn_group_offsets_ignored(consumer, store, defaulted)
 
     def _warn_group_offsets_ignored(self, consumer: Any, store: OffsetStore | None,
                                     tps: Sequence[TopicPartition]) -> None:

@@ -253,3 +253,11 @@ def test_a_deleted_topic_with_records_past_the_position_fails_naming_the_last_kn
     consumer.logs = {}
     with pytest.raises(DataLossError, match="t-0 \\(at offset 1\\).*last known end offsets: t-0 9"):
         positions.track(consumer, set())
+
+
+def test_an_empty_store_given_explicit_offsets_does_not_warn_about_the_groups(
+        caplog: pytest.LogCaptureFixture) -> None:
+    consumer = _Consumer({T0: (0, 50)}, committed={T0: 40})
+    with caplog.at_level("WARNING", logger="dstream_kafka.resume"):
+        _resume(_positions(offsets={T0: 7}), consumer, _Store({}), {T0})
+    assert not [r for r in caplog.records if "holds committed offsets" in r.getMessage()]
