@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -85,3 +85,36 @@ def test_a_planned_batch_that_continues_the_newest_commit_is_still_re_run(driver
     first.plan(G, 1100, [r(10, 15)])  # the driver dies here
     pending = drivers().pending(G)
     assert pending is not None and pending.batch_time_ms == 1100 and pending.ranges == (r(10, 15),)
+
+
+def test_a_stream_started_over_a_refused_drivers_plan_reads_on_without_re_running_it(
+        kafka: Any, make_ssc: Callable[..., Any], unique: Callable[[str], str], tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from support import string_params, wait_until
+
+    from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies
+
+    topic, group = unique("topic"), unique("group")
+    kafka.create_topic(topic, partitions=1)
+    kafka.produce(topic, [f"v{i}" for i in range(20)], partition=0)
+    tp, folder = TopicPartition(topic, 0), str(tmp_path / "shared")
+    first, second = (OffsetStores.checkpoint(folder, also_commit_to_kafka_group=False) for _ in range(2))
+    assert second.load(group) == {}
+    first.plan(group, 1000, [OffsetRange(topic, 0, 0, 10)])
+    first.commit(group, 1000, [OffsetRange(topic, 0, 0, 10)])
+    second.plan(group, 1100, [OffsetRange(topic, 0, 0, 10)])  # the refused driver's plan stays
+    first.close()
+    second.close()
+    ssc = make_ssc(0.3)
+    seen: list[int] = []
+    strategy = ConsumerStrategies.Assign([tp], string_params(kafka, group, **{"auto.offset.reset": "earliest"}))
+    with OffsetStores.checkpoint(folder) as store, caplog.at_level(logging.WARNING):
+        KafkaUtils.createDirectStream(ssc, LocationStrategies.PreferConsistent, strategy, offsetStore=store).foreachRDD(lambda rdd: seen.extend(rdd.map(lambda r: r.offset).collect()))
+        ssc.start()
+        try:
+            wait_until(lambda: store.load(group) == {tp: 20} or ssc.getState() == "STOPPED", "the commit of 10-20")
+            ssc.awaitTerminationOrTimeout(0)  # raises the error that stopped the stream, if any
+        finally:
+            ssc.stop(stopSparkContext=False)
+    assert sorted(seen) == list(range(10, 20))
+    assert not any("Re-running uncommitted batch" in m for m in caplog.messages)
