@@ -261,3 +261,10 @@ def test_an_empty_store_given_explicit_offsets_does_not_warn_about_the_groups(
     with caplog.at_level("WARNING", logger="dstream_kafka.resume"):
         _resume(_positions(offsets={T0: 7}), consumer, _Store({}), {T0})
     assert not [r for r in caplog.records if "holds committed offsets" in r.getMessage()]
+
+
+def test_an_empty_store_with_auto_offset_reset_none_names_the_fix() -> None:
+    strategy = ConsumerStrategies.Subscribe(["t"], {**PARAMS, "auto.offset.reset": "none"})
+    positions = PartitionPositions(strategy, group_id="g", store_group="g", fail_on_data_loss=True)
+    with pytest.raises(ConfigurationError, match="startingOffsets option"):
+        _resume(positions, _Consumer({T0: (0, 50)}, committed={T0: 40}), _Store({}), {T0})
