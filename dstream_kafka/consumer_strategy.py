@@ -138,7 +138,8 @@ class ConsumerStrategy(ABC):
     def starting_offsets(self) -> dict[TopicPartition, int]:
         """Explicit starting offsets of a first start, per partition (default: none).
 
-        A partition without one starts at its committed offset, else at ``auto.offset.reset``.
+        A partition without one starts at ``auto.offset.reset`` (at its committed offset first
+        only when the Kafka group keeps the stream's offsets: see :mod:`dstream_kafka.resume`).
         """
         return {}
 

@@ -239,11 +239,14 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._positions.track(consumer, parts, self.offsetStore)
         parts &= set(self.currentOffsets)  # less the deleted partitions given up
         try:
-            return self._latest(sorted(parts))
+            latest = self._latest(sorted(parts))
         except PartitionsGone as gone:
-            # Deleted under the stream: data loss (fails, or is recorded and skipped).
+            # Deleted under the stream: data loss when records were left unread (fails, or is
+            # recorded and skipped); a partition read to its end is only given up.
             self._positions.lose(gone.partitions, self.offsetStore)
-            return self._latest(sorted(parts - gone.partitions))
+            latest = self._latest(sorted(parts - gone.partitions))
+        self._positions.note_ends(latest)
+        return latest
 
     def _latest(self, parts: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         servers = self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", "bootstrap.servers")

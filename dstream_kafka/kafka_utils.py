@@ -345,7 +345,8 @@ class KafkaUtils:
             Where committed offsets live (``OffsetStores.checkpoint/kafka/sqlite/postgres/
             zookeeper``). Without one, a context with ``ssc.checkpoint(dir)`` keeps offsets in
             that folder's offsets log; otherwise the stream starts from the consumer group's
-            committed offsets or ``auto.offset.reset``.
+            committed offsets or ``auto.offset.reset``. A store other than the Kafka group store
+            never starts a partition it holds no offset for at the group's committed offset.
         maxOffsetsPerTrigger : int, optional
             Structured Streaming's cap on records per batch, shared by lag.
         failOnDataLoss : bool, optional

@@ -2,8 +2,12 @@
 
 On start, a stream resumes from its offset store: the stored offsets, and the batch that was
 planned but never committed, which is re-run with exactly its ranges first. Partitions
-without a stored offset start at the strategy's explicit offset, else at the position Kafka
-gives the driver consumer (committed offset, else ``auto.offset.reset``). A stored offset
+without a stored offset start at the strategy's explicit offset, else, for a stream whose
+offsets live in the Kafka group (the Kafka group store, or no store), at the group's committed
+offset, else at ``auto.offset.reset``. Any other store is the source of truth: a partition it
+does not hold never starts at the group's committed offset (the lag mirror writes one for
+every store commit, so a new, empty store would resume where another store left off); the
+group's offsets found for such partitions are named in a WARNING. A stored offset
 outside the log (retention, a recreated topic) is data loss: it fails the start, or with
 ``failOnDataLoss=False`` is recorded in the store and skipped. While the stream runs, every
 batch checks the group's assignment: a revoked partition fails the batch (as in Spark),
@@ -86,6 +90,21 @@ def _no_answer(what: str, timeout_ms: int) -> BrokerTimeoutError:
         f"(kafkaParams['{API_TIMEOUT_KEY}'] sets this bound)")
 
 
+def _keeps_group_offsets(store: OffsetStore) -> bool:
+    """Whether ``store`` keeps its offsets as the Kafka group's committed offsets."""
+    from dstream_kafka.stores.kafka_group import KafkaGroupOffsetStore
+
+    return isinstance(store, KafkaGroupOffsetStore)
+
+
+def _no_reset(tp: TopicPartition) -> ConfigurationError:
+    return ConfigurationError(
+        f"No starting offset for {tp.topic}-{tp.partition}: it has no stored (or, with the Kafka "
+        "group store, committed) offset and auto.offset.reset is 'none'; give explicit offsets to "
+        "the consumer strategy (or the startingOffsets option) or set auto.offset.reset to "
+        "'earliest' or 'latest'")
+
+
 def vanished_partitions(kafkaParams: Mapping[str, Any],
                         parts: Sequence[TopicPartition]) -> set[TopicPartition]:
     """Return those of ``parts`` whose topic or partition no longer exists in Kafka.
@@ -152,9 +171,15 @@ class PartitionPositions:
         # Deleted partitions given up (failOnDataLoss=False) that the driver consumer may
         # still have assigned until its group rebalances; never started again meanwhile.
         self.lost: set[TopicPartition] = set()
+        # The newest end offset seen of every partition (planning, retention check): a deleted
+        # partition read up to it lost nothing.
+        self.known_ends: dict[TopicPartition, int] = {}
         # If the group handed out nothing at start (a slow join), partitions that arrive later
         # are still the first start's: they begin at the strategy's offsets / auto.offset.reset.
         self._first_start_pending = False
+        # Whether the Kafka group's committed offsets are where this stream resumes (the Kafka
+        # group store, or no store); set by load().
+        self.group_is_store = True
 
     # ------------------------------------------------------------------ start and resume
     def load(self, store: OffsetStore | None) -> dict[TopicPartition, int]:
@@ -163,6 +188,7 @@ class PartitionPositions:
         The positions become the stored offsets (none without a store).
         """
         stored: dict[TopicPartition, int] = {}
+        self.group_is_store = store is None or _keeps_group_offsets(store)
         if store is not None:
             stored = store.load(self.store_group, self.strategy.topic_names())
             from dstream_kafka.offsets_reset import log_reset_start
@@ -223,6 +249,7 @@ class PartitionPositions:
                     store.record_data_loss(self.store_group, gone.topicPartition(),
                                            gone.fromOffset, gone.untilOffset, None)
         from_option = f"option {options.start.option}" if options is not None else ""
+        defaulted = []  # started by auto.offset.reset or at the first offset: no offset was given
         for tp in tps:
             if tp in chosen:
                 origin = from_option
@@ -231,6 +258,32 @@ class PartitionPositions:
                 self.current[tp], origin = self.start_offset_and_origin(consumer, tp, first_start)
             logger.info("Partition %s-%s starts at offset %s (from %s)", tp.topic, tp.partition,
                         self.current[tp], origin)
+            if origin.startswith(("auto.offset.reset", "the first offset")):
+                defaulted.append(tp)
+        if not self.group_is_store and defaulted:
+            self._warn_group_offsets_ignored(consumer, store, defaulted)
+
+    def _warn_group_offsets_ignored(self, consumer: Any, store: OffsetStore | None,
+                                    tps: Sequence[TopicPartition]) -> None:
+        """Log at WARNING the group's committed offsets of ``tps``, which the store did not hold.
+
+        They are not where the stream starts (the store is the source of truth); the message
+        gives the ``startingOffsets`` option that starts from them on purpose.
+        """
+        held = {tp: off for tp in tps if (off := self._committed(consumer, tp)) is not None}
+        if not held:
+            return
+        from dstream_kafka.offsets import partition_offsets_to_json
+
+        names = ", ".join(f"{tp.topic}-{tp.partition} at {off} (starts at {self.current.get(tp)})"
+                          for tp, off in sorted(held.items()))
+        logger.warning(
+            "Kafka group %s holds committed offsets for partitions that %s holds no offset for: %s. They "
+            "were not used: the offset store is the source of truth, and the group's offsets may be "
+            "another store's lag copy (also_commit_to_kafka_group). To start from them on purpose, "
+            "pass options={'startingOffsets': '%s'} to createDirectStream (or give them as the "
+            "consumer strategy's offsets).", self.group_id, f"offset store {store!r}", names,
+            partition_offsets_to_json(held))
 
     def forget_unassigned(self, consumer: Any, store: OffsetStore | None, tp: TopicPartition) -> None:
         """Stop tracking a stored partition the driver was not given; a vanished one is data loss.
@@ -257,31 +310,56 @@ class PartitionPositions:
         if store is not None:
             store.record_data_loss(self.store_group, tp, off, off, None)
 
+    def note_ends(self, latest: Mapping[TopicPartition, int]) -> None:
+        """Remember the end offsets just looked up (see :meth:`lose`)."""
+        self.known_ends.update(latest)
+
     def lose(self, partitions: Collection[TopicPartition], store: OffsetStore | None) -> None:
         """Stop tracking ``partitions``, which no longer exist in Kafka (topic deleted).
 
-        With ``failOnDataLoss=False`` the loss is logged and recorded in ``store`` (the range
-        from the partition's position, whose end is unknown, is recorded as empty) and the
-        stream goes on without them.
+        A partition whose position had reached its last known end offset (every record the
+        stream saw in it was planned) lost nothing: its deletion is logged and the stream
+        goes on without it. The others, and those whose end was never looked up, had records
+        not read yet: with ``failOnDataLoss=False`` the loss is logged and recorded in
+        ``store`` (the range from the partition's position, whose end is unknown, is recorded
+        as empty) and the stream goes on without them.
 
         Raises
         ------
         DataLossError
-            Naming the partitions, when data loss fails the stream.
+            Naming the partitions with unread records, when data loss fails the stream.
         """
         if not partitions:
             return
+        done = {tp for tp in partitions
+                if tp in self.current and self.current[tp] >= self.known_ends.get(tp, self.current[tp] + 1)}
+        if done:
+            logger.warning("Topic %s was deleted from Kafka; every record of partitions %s had been read "
+                           "or planned (nothing is lost; a planned batch whose records are gone "
+                           "fails on its executors): continuing without it",
+                           ", ".join(sorted({repr(tp.topic) for tp in done})),
+                           ", ".join(f"{tp.topic}-{tp.partition} (up to offset {self.current[tp]})"
+                                     for tp in sorted(done)))
+            for tp in done:
+                self.lost.add(tp)
+                self.current.pop(tp)
+        unread = set(partitions) - done
+        if not unread:
+            return
         names = ", ".join(f"{tp.topic}-{tp.partition} (at offset {self.current.get(tp)})"
-                          for tp in sorted(partitions))
-        topics = ", ".join(sorted({repr(tp.topic) for tp in partitions}))
+                          for tp in sorted(unread))
+        ends = ", ".join(f"{tp.topic}-{tp.partition} {self.known_ends[tp]}" for tp in sorted(unread)
+                         if tp in self.known_ends)
+        topics = ", ".join(sorted({repr(tp.topic) for tp in unread}))
         problem = (f"partitions {names} no longer exist in Kafka: topic {topics} was deleted while "
                    f"group {self.store_group} was reading it")
         if self.fail_on_data_loss:
-            raise DataLossError(problem + "; records not read yet are lost. Recreate the topic and "
+            raise DataLossError(problem + "; records not read yet are lost"
+                                + (f" (last known end offsets: {ends})" if ends else "") + ". Recreate the topic and "
                                 "restore its data, or set failOnDataLoss=False to continue without "
                                 "it (the loss is recorded in the offset store)")
         logger.warning("%s; continuing without them (failOnDataLoss=False)", problem)
-        for tp in sorted(partitions):
+        for tp in sorted(unread):
             self.lost.add(tp)
             off = self.current.pop(tp, None)
             if store is not None and off is not None:
@@ -295,17 +373,19 @@ class PartitionPositions:
                                 first_start: bool) -> tuple[int, str]:
         """Where a partition without a stored offset starts, and where that offset came from.
 
-        On a first start: the strategy's explicit offset, else the position Kafka gives the
-        driver consumer (committed offset, else ``auto.offset.reset``). A partition that appears
-        later starts where the offset store (or a re-run batch) left it when the group assigned
-        it only after the start, else at its committed offset, else at its first offset.
+        On a first start: the strategy's explicit offset, else, when the group is the store
+        (:attr:`group_is_store`), the position Kafka gives the driver consumer (committed
+        offset, else ``auto.offset.reset``), else ``auto.offset.reset`` alone. A partition that
+        appears later starts where the offset store (or a re-run batch) left it when the group
+        assigned it only after the start, else (group store only) at its committed offset,
+        else at its first offset.
 
         Raises
         ------
         BrokerTimeoutError
             When the group coordinator does not answer within :attr:`api_timeout_ms`.
         ConfigurationError
-            On a first start without a committed offset and with ``auto.offset.reset=none``.
+            On a first start without a starting offset and with ``auto.offset.reset=none``.
         """
         explicit = self.strategy.starting_offsets()
         if tp in explicit:
@@ -318,26 +398,44 @@ class PartitionPositions:
 
         ktp = _ktp(tp)
         if not first_start:
-            committed = self._committed(consumer, tp)
+            committed = self._committed(consumer, tp) if self.group_is_store else None
             if committed is not None:
                 return committed, f"the committed offset of group {self.group_id}"
             return int(consumer.beginning_offsets([ktp])[ktp]), "the first offset (a new partition)"
+        params = self.strategy.executorKafkaParams
+        reset = str(params.get("auto.offset.reset", params.get("auto_offset_reset", "latest")))
+        if not self.group_is_store:
+            # The consumer's position would be the group's committed offset when it has one.
+            return self._reset_offset(consumer, tp, reset), f"auto.offset.reset={reset}"
         try:
             position = int(consumer.position(ktp, timeout_ms=self.api_timeout_ms))
         except KafkaTimeoutError as exc:
             raise _no_answer(f"the starting position of {tp.topic}-{tp.partition}",
                              self.api_timeout_ms) from exc
         except Exception as exc:  # kafka-python's NoOffsetForPartitionError and its kin
-            raise ConfigurationError(
-                f"No starting offset for {tp.topic}-{tp.partition}: it has no committed offset "
-                "and auto.offset.reset is 'none'; give explicit offsets to the consumer strategy "
-                "or set auto.offset.reset to 'earliest' or 'latest'") from exc
+            raise _no_reset(tp) from exc
         # The position is the committed offset when there is one; ask only to log the origin.
         if self._committed(consumer, tp) is not None:
             return position, f"the committed offset of group {self.group_id}"
-        params = self.strategy.executorKafkaParams
-        reset = params.get("auto.offset.reset", params.get("auto_offset_reset", "latest"))
         return position, f"auto.offset.reset={reset}"
+
+    def _reset_offset(self, consumer: Any, tp: TopicPartition, reset: str) -> int:
+        """The offset ``auto.offset.reset`` gives ``tp`` (log start or end), never the group's."""
+        from kafka.errors import KafkaTimeoutError
+
+        ktp = _ktp(tp)
+        policy = reset.strip().lower()
+        if policy in ("earliest", "smallest"):
+            lookup = consumer.beginning_offsets
+        elif policy in ("latest", "largest"):
+            lookup = consumer.end_offsets
+        else:
+            raise _no_reset(tp)
+        try:
+            return int(lookup([ktp])[ktp])
+        except KafkaTimeoutError as exc:
+            raise _no_answer(f"the starting position of {tp.topic}-{tp.partition}",
+                             self.api_timeout_ms) from exc
 
     def _committed(self, consumer: Any, tp: TopicPartition) -> int | None:
         """The group's committed offset of ``tp`` in Kafka, None without one (or a group)."""
@@ -368,6 +466,7 @@ class PartitionPositions:
         for tp, off in list(offsets.items()):
             ktp = _ktp(tp)
             first, last = int(earliest[ktp]), int(latest[ktp])
+            self.known_ends[tp] = last
             if first <= off <= last:
                 continue
             problem = (f"stored offset {off} of {tp.topic}-{tp.partition} for group {self.group_id} "

@@ -14,8 +14,9 @@ case-insensitive):
 - ``failOnDataLoss`` (``true``/``false``).
 
 Starting options apply only to partitions the offset store knows nothing of; stored offsets win.
-A partition the JSON does not name starts where Kafka says (committed offset, else
-``auto.offset.reset``). Everything that can be checked without a broker is checked when the
+A partition the JSON does not name starts where Kafka says: ``auto.offset.reset`` (the
+group's committed offset first only with the Kafka group store or no store; see
+:mod:`dstream_kafka.resume`). Everything that can be checked without a broker is checked when the
 stream is created; topics and partitions are checked against the cluster when it starts, before
 any batch.
 """

@@ -30,8 +30,10 @@ its predecessor's (advanced over the data losses recorded after it) moved to the
 file planned after a commit that is missing means commit files were deleted. Each contradiction
 raises :class:`~dstream_kafka.errors.CorruptCheckpointError` naming the files.
 
-A restart re-runs the oldest ``offsets/<t>`` newer than the newest commit
-(:meth:`CheckpointOffsetStore.pending`) over exactly the same ranges; planning it again deletes
+A restart re-runs the oldest ``offsets/<t>`` newer than the newest commit that continues the
+stored offsets (:meth:`CheckpointOffsetStore.pending`) over exactly the same ranges; one that
+does not (no driver could commit it, e.g. a second driver's, refused) is logged and skipped,
+and a commit refused as fenced deletes its own ``offsets/<t>``. Planning it again deletes
 the newer ``offsets/`` files, which the dead driver planned but never ran. The files of the
 newest ``keep_batches`` committed batches are kept; older ones are deleted after a commit
 (data-loss records are never deleted). A data-loss record moves the stored offset of its
@@ -315,6 +317,22 @@ class CheckpointOffsetStore(OffsetStore):
                 f"{t} ({list(before.ranges)}, now {list(planned)}). Another driver uses this checkpoint "
                 "directory, or a planned batch was not re-run over the same ranges.")
 
+    def _drop_refused_plan(self, t: int, merged: tuple[OffsetRange, ...]) -> None:
+        """Delete ``offsets/<t>`` when it plans exactly the refused batch and no commit holds ``t``.
+
+        The batch does not continue the stored offsets, and commits only move them on, so it
+        can never be committed: left behind, a later restart would take it for the batch a
+        crashed driver left. Another driver's plan (other ranges) or a committed batch stays.
+        """
+        try:
+            planned = self._read_planned(t)
+            if (planned is not None and merge_ranges(planned.ranges) == merged
+                    and self._read_commit(t) is None):
+                self._fs.delete(self._file("offsets", t))
+                logger.info("Removed %s: its batch was refused at commit", self._file("offsets", t))
+        except Exception as exc:  # the refusal is what the caller must see; pending() skips it anyway
+            logger.warning("Could not remove the refused batch's plan %s: %s", self._file("offsets", t), exc)
+
     def _discard_plans_after(self, t: int) -> None:
         for later in self._times("offsets"):
             if later > t:
@@ -334,8 +352,22 @@ class CheckpointOffsetStore(OffsetStore):
         with self._lock:
             latest = self._newest(group_id)
             after = latest.batch_time_ms if latest is not None else -1
-            planned = [t for t in self._times("offsets") if t > after]
-            return self._read_planned(planned[0]) if planned else None
+            stored: dict[TopicPartition, int] | None = None
+            for t in (t for t in self._times("offsets") if t > after):
+                planned = self._read_planned(t)
+                if planned is None:
+                    continue
+                stored = self._stored(group_id) if stored is None else stored
+                broken = _breaks(stored, planned.ranges)
+                if not broken:
+                    return planned
+                # Not the batch a crashed driver left: its ranges could never be committed
+                # (e.g. a second driver's plan, refused at its commit). Re-running it would
+                # output records twice and then fail on every restart.
+                logger.warning("Ignoring planned batch %s in %s: it does not continue the stored "
+                               "offsets (%s), so no driver can commit it; it is not re-run",
+                               t, self._file("offsets", t), "; ".join(broken))
+            return None
 
     def _commit(self, group_id: str, t: int, merged: tuple[OffsetRange, ...]) -> bool:
         with self._lock:
@@ -349,6 +381,7 @@ class CheckpointOffsetStore(OffsetStore):
                     self._commit_once(group_id, t, merged, retry=False)
             except OffsetFencedError:
                 self._forget()  # someone else wrote: re-read the files next time
+                self._drop_refused_plan(t, merged)
                 raise
         # A re-run of the committed batch is mirrored too: the mirror a crash missed catches up.
         return True
@@ -462,6 +495,13 @@ class CheckpointOffsetStore(OffsetStore):
 
 class _ClaimTaken(Exception):
     """Internal: another commit claimed the slot after the newest commit we knew."""
+
+
+def _breaks(stored: Mapping[TopicPartition, int], planned: Sequence[OffsetRange]) -> list[str]:
+    """Describe each range of ``planned`` that does not start at its partition's stored offset."""
+    return [f"{r.topic}-{r.partition} planned from {r.fromOffset}, stored at {stored[r.topicPartition()]}"
+            for r in merge_ranges(planned)
+            if r.topicPartition() in stored and stored[r.topicPartition()] != r.fromOffset]
 
 
 def _non_empty(ranges: Sequence[OffsetRange]) -> tuple[OffsetRange, ...]:

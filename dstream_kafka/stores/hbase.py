@@ -255,6 +255,7 @@ class HBaseOffsetStore(OffsetStore):
             _, doc = self._rows.read_group(table, group_id)
             if doc is not None:
                 self._rows.check_guide_rows(table, group_id, doc, topics)  # at start: a scan per topic
+                self._rows.check_chain(table, group_id, doc)
                 return dict(doc["_offsets"])
             return self._rows.load_guide_rows(table, group_id, topics)
 

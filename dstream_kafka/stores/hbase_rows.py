@@ -43,7 +43,7 @@ from dstream_kafka.stores.hbase_keys import (
     offsets_row_prefix,
     parse_offsets_row_key,
 )
-from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, utc_from_ms
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, chain_breaks, utc_from_ms
 
 __all__ = [
     "COMMIT_COLUMN",
@@ -182,6 +182,46 @@ class HBaseRows:
                     f"this offsets row {'is newer than' if ms > last else 'differs from'} the last batch "
                     f"({last}) committed in {group_row_key(group_id)!r} meta:commit, which holds the "
                     "group's offsets. Remove the row, or change offsets with the offsets CLI")
+
+    def check_chain(self, table: Any, group_id: str, doc: Mapping[str, Any]) -> None:
+        """Refuse a group cell whose offsets are not where its last batch left them, or whose
+        last batch does not continue the history row before it (both moved over the data
+        losses the cell records): a cell edited by hand would skip records silently.
+
+        Raises
+        ------
+        CorruptCheckpointError
+            Naming the table, the row, the group, the partition and both offsets.
+        """
+        last = doc["batch_ms"]
+        if last is None:
+            return
+
+        def moved(offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+            for loss in doc["losses"]:  # oldest first, so chained losses apply in turn
+                tp = TopicPartition(str(loss["topic"]), int(loss["partition"]))
+                if offsets.get(tp) == int(loss["lost_from"]):
+                    offsets[tp] = int(loss["lost_until"])
+            return offsets
+
+        ranges: tuple[OffsetRange, ...] = doc["_ranges"]
+        offsets = doc["_offsets"]
+        problems = [f"topic {tp.topic} partition {tp.partition}: the cell stores offset {offsets.get(tp)}, but its "
+                    f"last batch ({last}) and the data losses after it give {end}"
+                    for tp, end in sorted(moved({r.topicPartition(): r.untilOffset for r in ranges}).items())
+                    if offsets.get(tp) != end]
+        start = batch_row_key(group_id, last)  # a reversed scan's start is inclusive: skip it
+        for key, data in table.scan(row_start=start, row_stop=batch_row_prefix(group_id), reverse=True, limit=2):
+            if key != start and not problems:
+                before = self.history_row(group_id, key, data)
+                problems = chain_breaks(moved(before.offsets()), ranges, None, reset=doc.get("reset") is not None,
+                                        previous=f"the batch before it ({before.batch_time_ms})")
+                break
+        if problems:
+            raise self.corrupt(group_row_key(group_id), f"group {group_id!r}: " + "; ".join(problems) + ". Records "
+                               "between the two offsets would be skipped with no data loss recorded; inspect the "
+                               f"commits with `dstream-kafka offsets history --group {group_id}`, restore the cell, "
+                               "and move offsets with `dstream-kafka offsets reset`, which records the move")
 
     def guide_topics(self, table: Any, group_id: str) -> list[str]:
         """Return the topics with offsets rows of the group (a filtered key-only full scan)."""

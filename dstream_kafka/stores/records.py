@@ -25,6 +25,7 @@ __all__ = [
     "advance_offsets",
     "as_ranges",
     "batch_time_to_ms",
+    "chain_breaks",
     "check_continuation",
     "merge_ranges",
     "same_ranges",
@@ -232,3 +233,42 @@ def advance_offsets(stored: Mapping[TopicPartition, int],
     for r in ranges:
         result[r.topicPartition()] = r.untilOffset
     return result
+
+
+def chain_breaks(before: Mapping[TopicPartition, int] | None, ranges: Sequence[OffsetRange],
+                 offsets: Mapping[TopicPartition, int] | None, *, reset: bool, previous: str) -> list[str]:
+    """Describe where a stored commit contradicts its own ranges or does not continue its
+    predecessor; ``[]`` when it is a consistent link of the history.
+
+    Parameters
+    ----------
+    before : mapping or None
+        The offsets after the previous commit, moved over the data losses recorded after it
+        (None when the store holds no previous commit). A store whose history keeps only
+        ranges passes the previous commit's range ends.
+    ranges : sequence of OffsetRange
+        The commit's ranges.
+    offsets : mapping or None
+        The full offsets the commit stored, when the store keeps them: each must be where its
+        range ends, and ``before`` moved to the ends of ``ranges``.
+    reset : bool
+        Whether the commit is a reset, whose (empty) ranges may start anywhere.
+    previous : str
+        How the messages name the previous commit.
+    """
+    problems = [] if offsets is None else [
+        f"topic {r.topic} partition {r.partition}: the commit stores offset {offsets.get(r.topicPartition())}, "
+        f"but its own range ends at {r.untilOffset}"
+        for r in ranges if offsets.get(r.topicPartition()) != r.untilOffset]
+    if before is None or problems:
+        return problems
+    problems = [f"topic {r.topic} partition {r.partition}: its range starts at {r.fromOffset}, but {previous} "
+                f"ended at {before[r.topicPartition()]}"
+                for r in ranges
+                if not reset and r.topicPartition() in before and before[r.topicPartition()] != r.fromOffset]
+    if offsets is not None:
+        expected = advance_offsets(before, ranges)
+        problems += [f"topic {tp.topic} partition {tp.partition}: the commit stores offset {offsets.get(tp)}, but "
+                     f"{previous} and its ranges give {expected.get(tp)}"
+                     for tp in sorted(set(expected) | set(offsets)) if expected.get(tp) != offsets.get(tp)]
+    return problems

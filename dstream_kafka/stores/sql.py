@@ -29,7 +29,9 @@ AUTOINCREMENT``)::
 
 ``Poffsets`` is the source of truth for where the group resumes. Before every commit (and on
 :meth:`~SqlOffsetStore.load`) it is compared with the newest ``Pcommits`` row (plus data losses
-recorded since); a row changed, added or deleted by hand raises
+recorded since), and that row with its own ranges and with the row before it (its ranges must
+start where that row's offsets, moved over the data losses recorded after it, left each
+partition; a reset's may start anywhere); a row changed, added or deleted by hand raises
 :class:`~dstream_kafka.errors.OffsetStoreError` naming the partition, and nothing is committed
 or reset. To move offsets on purpose, edit ``Poffsets`` and delete the group's ``Pcommits``
 rows: without history the table is taken as it is (this is also how offsets can be seeded), or
@@ -59,6 +61,7 @@ from dstream_kafka.offsets import (
 from dstream_kafka.stores.base import Transaction, TransactionalOffsetStore
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
 from dstream_kafka.stores.records import CommitRecord, DataLossRecord, advance_offsets
+from dstream_kafka.stores.sql_history import CommitRow, check_chain
 from dstream_kafka.stores.sql_layout import check_layout, reset_audit
 from dstream_kafka.stores.sql_dialects import (
     Dialect,
@@ -235,26 +238,22 @@ class SqlOffsetStore(TransactionalOffsetStore):
                     f"topic={topic!r}, partition={partition!r}, until_offset={until!r} (not an offset; the "
                     "row was edited by hand). Nothing was committed and no offset was reset; fix the row.")
             stored[TopicPartition(topic, partition)] = until
-        # The newest commit and the data losses recorded after it, in one round trip.
-        cur.execute(self._q('SELECT c."id", c."batch_time_ms", c."offsets", l."topic", l."partition", '
-                            'l."lost_from", l."lost_until" FROM (SELECT "id", "batch_time_ms", "offsets" '
-                            'FROM {C} WHERE "group_id" = ? ORDER BY "id" DESC LIMIT 1) c LEFT JOIN {L} l '
-                            'ON l."group_id" = ? AND l."after_commit_id" = c."id" ORDER BY l."id"'),
+        # The two newest commits and the data losses recorded after each, in one round trip.
+        cur.execute(self._q('SELECT c."id", c."batch_time_ms", c."offsets", c."ranges", c."reset", l."topic", '
+                            'l."partition", l."lost_from", l."lost_until" FROM (SELECT "id", "batch_time_ms", '
+                            '"offsets", "ranges", "reset" FROM {C} WHERE "group_id" = ? ORDER BY "id" DESC '
+                            'LIMIT 2) c LEFT JOIN {L} l ON l."group_id" = ? AND l."after_commit_id" = c."id" '
+                            'ORDER BY c."id" DESC, l."id"'),
                     (group_id, group_id))
         rows = cur.fetchall()
         if not rows:
             return stored, None  # no history: the table is taken as it is (seeded offsets)
-        commit_id, batch_time, offsets_json = rows[0][:3]
-        try:
-            expected = partition_offsets_from_json(offsets_json, f"{self.tables['commits']}.offsets",
-                                                   allowed_sentinels=())
-        except ConfigurationError as exc:
-            raise OffsetStoreError(f"The newest commit row (id {commit_id}) of group {group_id!r} is "
-                                   f"unreadable: {exc}. Nothing was committed or reset.") from None
-        for topic, partition, lost_from, lost_until in (row[3:] for row in rows if row[3] is not None):
-            tp = TopicPartition(topic, partition)
-            if expected.get(tp) == lost_from:
-                expected[tp] = lost_until
+        commits = [CommitRow(self.tables["commits"], group_id, [row for row in rows if row[0] == commit_id])
+                   for commit_id in sorted({row[0] for row in rows}, reverse=True)]
+        newest = commits[0]
+        commit_id, batch_time = newest.id, newest.batch_time_ms
+        check_chain(repr(self), self.tables, group_id, commits[1] if len(commits) > 1 else None, newest)
+        expected = newest.after_losses()
         problems = []
         for tp in sorted(set(stored) | set(expected)):
             have, want = stored.get(tp), expected.get(tp)

@@ -13,7 +13,10 @@ stored offset, then writes all offsets and the history node in **one ZooKeeper t
 ``set_data`` with the version read (or ``create`` for a new partition) plus ``create`` of the
 history node. Any concurrent change makes the whole transaction fail, which is reported as
 :class:`~dstream_kafka.errors.OffsetFencedError`; nothing is written. The newest
-``keep_history`` history nodes are kept.
+``keep_history`` history nodes are kept. :meth:`~ZooKeeperOffsetStore.load` checks the offset
+nodes against the newest history node, and that node against the one before it (both moved
+over the recorded data losses): a node changed by hand raises
+:class:`~dstream_kafka.errors.OffsetStoreError` instead of skipping records.
 """
 
 from __future__ import annotations
@@ -23,14 +26,14 @@ import json
 import logging
 import time
 import warnings
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from dstream_kafka.errors import ConfigurationError, MissingDependencyError, OffsetFencedError, OffsetStoreError
 from dstream_kafka.offsets import OffsetRange, TopicPartition, offset_ranges_from_json, offset_ranges_to_json
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
-from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, utc_from_ms
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, chain_breaks, utc_from_ms
 
 __all__ = ["LAYOUT_VERSION", "ZooKeeperOffsetStore"]
 
@@ -239,7 +242,56 @@ class ZooKeeperOffsetStore(OffsetStore):
                         offset, _ = self._read_offset(f"{base}/{topic}/{name}")
                         if offset is not None:
                             result[TopicPartition(topic, int(name))] = offset
+            self._check_history(group_id, result, topics)
         return result
+
+    def _check_history(self, group_id: str, stored: Mapping[TopicPartition, int],
+                       topics: Collection[str] | None) -> None:
+        """Refuse offset nodes that are not where the newest history node left them, or a newest
+        history node that does not continue the one before it (both moved over recorded data
+        losses). A group without history (seeded, or written by other code) is taken as it is.
+
+        Raises
+        ------
+        OffsetStoreError
+            Naming ZooKeeper, the group, the partition, both offsets and what to do.
+        """
+        history = f"{self._group_path(group_id)}/dstream_kafka/commits"
+        try:
+            times = sorted(int(n) for n in self._wait(self._client().get_children_async(history)) if n.isdigit())
+        except self._exc.NoNodeError:
+            return
+        paths = [f"{history}/{t}" for t in times[-2:]]
+        commits = [self._parse_commit(path, found) for path, found in zip(paths, self._get_many(paths))]
+        if not commits or commits[-1] is None:
+            return  # no history, or pruned meanwhile
+        losses = self._data_losses(group_id)
+
+        def moved(ranges: Sequence[OffsetRange]) -> dict[TopicPartition, int]:
+            offsets = {r.topicPartition(): r.untilOffset for r in ranges}
+            for loss in losses:  # oldest first, so chained losses apply in turn
+                tp = TopicPartition(loss.topic, loss.partition)
+                if offsets.get(tp) == loss.lost_from:
+                    offsets[tp] = loss.lost_until
+            return offsets
+
+        ranges, _, reset = commits[-1]
+        problems = [f"topic {tp.topic} partition {tp.partition}: the offset node holds {stored.get(tp, 'nothing')}, "
+                    f"the newest commit ({paths[-1]}) ended at {offset}"
+                    for tp, offset in sorted(moved(ranges).items())
+                    if (topics is None or tp.topic in topics) and stored.get(tp) != offset]
+        previous = commits[0] if len(commits) == 2 else None
+        if previous is not None:
+            problems += chain_breaks(moved(previous[0]), ranges, None, reset=reset is not None,
+                                     previous=f"the commit before it ({paths[0]})")
+        if problems:
+            raise OffsetStoreError(
+                f"The offsets of group {group_id!r} in ZooKeeper {self.hosts} do not continue its commit history: "
+                + "; ".join(problems) + ". The nodes were changed by hand or by another tool: records between the "
+                "two offsets would be skipped or read twice with no data loss recorded. Nothing was read and no "
+                f"offset was reset. Inspect the commits with `dstream-kafka offsets history --group {group_id}`; "
+                f"restore the nodes, or, if the move is deliberate, delete {history} so the offset nodes are taken "
+                "as they are (`dstream-kafka offsets reset` moves offsets and records the move).")
 
     def _commit(self, group_id: str, t: int, merged: tuple[OffsetRange, ...]) -> bool:
         history = f"{self._group_path(group_id)}/dstream_kafka/commits"

@@ -77,3 +77,18 @@ def process_alive(pid: int) -> bool:
             return fh.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def check_loss_and_reset_continue_history(store: Any, group: str, tp: Any, t0: int) -> None:
+    """Commit after ``store``'s newest batch (``group`` at offset 20 of ``tp``, batches before
+    ``t0 + 2000``) across a data loss and a reset, checking each load: history checks must
+    take both for links of the chain."""
+    from dstream_kafka.offsets import OffsetRange
+
+    store.record_data_loss(group, tp, 20, 25, None)
+    assert store.load(group) == {tp: 25}
+    store.commit(group, t0 + 2000, [OffsetRange(tp.topic, tp.partition, 25, 30)])
+    store.reset(group, {tp: 4}, expected={tp: 30}, user="u", host="h", batch_time_ms=t0 + 3000)
+    assert store.load(group) == {tp: 4}
+    store.commit(group, t0 + 4000, [OffsetRange(tp.topic, tp.partition, 4, 9)])
+    assert store.load(group) == {tp: 9}

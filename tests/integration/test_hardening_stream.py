@@ -277,22 +277,22 @@ def _running(kafka: Any, make_ssc: Any, strategy: Any, **kwargs: Any) -> tuple[A
 
 
 @pytest.mark.parametrize("how", ["Subscribe", "Assign"])
-def test_a_topic_deleted_under_a_running_stream_fails_it_naming_the_topic(
+def test_a_topic_deleted_with_unread_records_under_a_running_stream_fails_it_naming_the_topic(
         kafka, make_ssc, unique, spark_conf, how) -> None:
     from dstream_kafka.offsets import TopicPartition
 
     topic, group = unique("t"), unique("g")
     kafka.create_topic(topic, partitions=1)
-    kafka.produce(topic, [(None, b"v")] * 3)
+    kafka.produce(topic, [(None, b"v")] * 300)
     spark_conf("spark.streaming.kafka.lookupTimeout", "5s")
     params = _params(kafka.bootstrap_servers, group)
     strategy = (ConsumerStrategies.Subscribe([topic], params) if how == "Subscribe"
                 else ConsumerStrategies.Assign([TopicPartition(topic, 0)], params))
-    ssc, seen = _running(kafka, make_ssc, strategy)
-    wait_until(lambda: len(seen) == 3, "the 3 records")
+    ssc, seen = _running(kafka, make_ssc, strategy, maxOffsetsPerTrigger=1)  # 1 record a batch
+    wait_until(lambda: len(seen) >= 3, "3 records")
     kafka.delete_topic(topic)
     started = time.monotonic()
-    with pytest.raises(DataLossError, match=f"{topic}-0 \\(at offset 3\\) no longer exist in Kafka: "
+    with pytest.raises(DataLossError, match=f"{topic}-0 \\(at offset \\d+\\) no longer exist in Kafka: "
                                             f"topic '{topic}' was deleted.*failOnDataLoss=False"):
         ssc.awaitTermination(timeout=60)
     assert time.monotonic() - started < 45
@@ -318,8 +318,7 @@ def test_a_topic_deleted_under_a_stream_with_fail_on_data_loss_off_is_recorded_a
     wait_until(lambda: "after" in seen or ssc.getState() == "STOPPED", "the record sent after the deletion")
     ssc.awaitTerminationOrTimeout(0)  # raises the error that stopped the stream, if any
     assert "after" in seen
-    losses = OffsetStores.sqlite(db).data_losses(group)
-    assert [(r.topic, r.partition, r.lost_from) for r in losses] == [(doomed, 0, 2)]
+    assert OffsetStores.sqlite(db).data_losses(group) == []  # read to its end: nothing was lost
     assert TopicPartition(kept, 0) in OffsetStores.sqlite(db).load(group)
 
 

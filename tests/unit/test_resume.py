@@ -136,12 +136,41 @@ def test_a_stored_partition_that_vanished_is_data_loss() -> None:
         _resume(_positions(), consumer, store, {T0})
 
 
-def test_a_new_partition_starts_at_its_committed_offset_else_its_first() -> None:
+def test_without_a_store_a_new_partition_starts_at_its_committed_offset_else_its_first() -> None:
+    consumer = _Consumer({T0: (0, 50), T1: (0, 50), T2: (4, 50)}, committed={T1: 6}, positions={T0: 1})
+    positions = _positions()
+    _resume(positions, consumer, None, {T0})
+    positions.track(consumer, {T0, T1, T2})
+    assert positions.current == {T0: 1, T1: 6, T2: 4}
+
+
+def test_with_a_store_a_new_partition_starts_at_its_first_offset_not_the_groups() -> None:
     consumer = _Consumer({T0: (0, 50), T1: (0, 50), T2: (4, 50)}, committed={T1: 6})
     positions = _positions()
     _resume(positions, consumer, _Store({T0: 1}), {T0})
     positions.track(consumer, {T0, T1, T2})
-    assert positions.current == {T0: 1, T1: 6, T2: 4}
+    assert positions.current == {T0: 1, T1: 0, T2: 4}
+
+
+@pytest.mark.parametrize(("reset", "start"), [("earliest", 3), ("latest", 50)])
+def test_an_empty_store_starts_at_auto_offset_reset_not_the_groups_committed_offset(
+        reset: str, start: int) -> None:
+    consumer = _Consumer({T0: (3, 50)}, committed={T0: 40}, positions={T0: 40})
+    strategy = ConsumerStrategies.Subscribe(["t"], {**PARAMS, "auto.offset.reset": reset})
+    positions = PartitionPositions(strategy, group_id="g", store_group="g", fail_on_data_loss=True)
+    _resume(positions, consumer, _Store({}), {T0})
+    assert positions.current == {T0: start}
+
+
+def test_an_empty_store_warns_naming_the_groups_offsets_and_the_option_that_takes_them(
+        caplog: pytest.LogCaptureFixture) -> None:
+    consumer = _Consumer({T0: (0, 50), T1: (0, 50)}, committed={T1: 40})
+    positions = _positions()
+    with caplog.at_level("WARNING", logger="dstream_kafka.resume"):
+        _resume(positions, consumer, _Store({T0: 5}), {T0, T1})
+    warning, = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert "t-1 at 40" in warning and """'startingOffsets': '{"t":{"1":40}}'""" in warning
+    assert positions.current[T1] == 0
 
 
 def test_a_revoked_partition_fails_naming_it() -> None:
@@ -202,3 +231,40 @@ def test_the_pending_batch_is_re_run_once_with_its_own_ranges_and_time() -> None
     positions.advance(replay[1], {T0: 50}, replaying=True)
     assert positions.current == {T0: 9} and positions.unassigned == {T1: 4}
     assert positions.take_replay({T0: 50}) is None
+
+
+def test_a_deleted_topic_read_to_its_last_known_end_is_given_up_without_data_loss() -> None:
+    consumer = _Consumer({T0: (0, 50), T1: (0, 50)})
+    positions = _positions()
+    store = _Store({T0: 1, T1: 1})
+    _resume(positions, consumer, store, {T0, T1})
+    positions.note_ends({T0: 9, T1: 9})
+    positions.advance({T0: 9, T1: 9}, {T0, T1}, replaying=False)  # the batch reading up to the end
+    consumer.logs = {}
+    positions.track(consumer, set(), store)
+    assert positions.current == {} and store.losses == []
+
+
+def test_a_deleted_topic_with_records_past_the_position_fails_naming_the_last_known_end() -> None:
+    consumer = _Consumer({T0: (0, 50)})
+    positions = _positions()
+    _resume(positions, consumer, _Store({T0: 1}), {T0})
+    positions.note_ends({T0: 9})
+    consumer.logs = {}
+    with pytest.raises(DataLossError, match="t-0 \\(at offset 1\\).*last known end offsets: t-0 9"):
+        positions.track(consumer, set())
+
+
+def test_an_empty_store_given_explicit_offsets_does_not_warn_about_the_groups(
+        caplog: pytest.LogCaptureFixture) -> None:
+    consumer = _Consumer({T0: (0, 50)}, committed={T0: 40})
+    with caplog.at_level("WARNING", logger="dstream_kafka.resume"):
+        _resume(_positions(offsets={T0: 7}), consumer, _Store({}), {T0})
+    assert not [r for r in caplog.records if "holds committed offsets" in r.getMessage()]
+
+
+def test_an_empty_store_with_auto_offset_reset_none_names_the_fix() -> None:
+    strategy = ConsumerStrategies.Subscribe(["t"], {**PARAMS, "auto.offset.reset": "none"})
+    positions = PartitionPositions(strategy, group_id="g", store_group="g", fail_on_data_loss=True)
+    with pytest.raises(ConfigurationError, match="startingOffsets option"):
+        _resume(positions, _Consumer({T0: (0, 50)}, committed={T0: 40}), _Store({}), {T0})
