@@ -15,7 +15,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Sequence, TypeVar
 
-from pyspark import RDD
+from pyspark import RDD, StorageLevel
 
 from dstream_kafka._spark_internals import live_conf
 from dstream_kafka.config import SparkConfReader
@@ -30,6 +30,7 @@ from dstream_kafka.streaming.listener import (BatchInfo, ListenerBus, StreamingL
                                               StreamingListenerStreamingStarted)
 from dstream_kafka.streaming.graph import _STOPPING, ACTIVE, INITIALIZED, STOPPED, DStreamGraph
 from dstream_kafka.streaming.scheduler import JobScheduler, install_sigterm_handler
+from dstream_kafka.streaming.sources import FileInputDStream, SocketInputDStream
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -91,6 +92,7 @@ class StreamingContext:
         self.stop_gracefully_on_shutdown: bool = conf.stop_gracefully_on_shutdown
         #: ``spark.streaming.concurrentJobs``: batches whose output operations run at once.
         self._concurrent_jobs = conf.concurrent_jobs
+        self._file_remember_ms = conf.file_stream_min_remember_ms
         from dstream_kafka.ui import StreamingPage  # here: dstream_kafka.ui imports .listener
         #: The Streaming page (``spark.streaming.kafka.ui.port``), served while this runs.
         self._page = StreamingPage.create(sparkContext, self._batch_ms, conf.conf)
@@ -220,6 +222,44 @@ class StreamingContext:
         if default is not None and not isinstance(default, RDD):
             default = self._sc.parallelize(list(default))
         return QueueInputDStream(self, rdds, oneAtATime, default)
+
+    def textFileStream(self, directory: str) -> DStream[str]:
+        """Create a stream of the lines of new files in ``directory``.
+
+        Files are picked as Spark's ``FileInputDStream`` picks them: see
+        :mod:`.sources`. Files must be moved into the directory complete.
+        """
+        return FileInputDStream(self, directory, lambda sc, path: sc.textFile(path),
+                                self._file_remember_ms)
+
+    def binaryRecordsStream(self, directory: str, recordLength: int) -> DStream[bytes]:
+        """Create a stream of the fixed-length records (``bytes``) of new files in
+        ``directory``; files are picked as by :meth:`textFileStream`.
+
+        Raises
+        ------
+        ConfigurationError
+            When ``recordLength`` is not a positive whole number.
+        """
+        if (not isinstance(recordLength, int) or isinstance(recordLength, bool)
+                or recordLength <= 0):
+            raise ConfigurationError(
+                f"recordLength must be a positive whole number of bytes, got {recordLength!r}")
+        return FileInputDStream(self, directory,
+                                lambda sc, path: sc.binaryRecords(path, recordLength),
+                                self._file_remember_ms)
+
+    def socketTextStream(self, hostname: str, port: int,
+                         storageLevel: StorageLevel = StorageLevel.MEMORY_AND_DISK_2
+                         ) -> DStream[str]:
+        """Create a stream of the UTF-8 lines a TCP server at ``hostname:port`` sends.
+
+        A driver thread receives the lines (see :mod:`.sources`); each batch gets those
+        received since the previous batch. Not fault tolerant, as Spark's receiver
+        without a write-ahead log. ``storageLevel`` is accepted for compatibility: the
+        lines wait in driver memory until their batch.
+        """
+        return SocketInputDStream(self, hostname, port)
 
     def union(self, *dstreams: DStream[T]) -> DStream[T]:
         """Return the union of streams with the same slide duration."""
