@@ -10,7 +10,7 @@ time the stream was created (only new files are read) and ``T - remember``, wher
 complete (written elsewhere, then moved into the directory): a file still being written
 may be read partly and is not read again. A checkpoint keeps the files taken by the
 remembered batches, so a restart neither re-reads them nor reads files older than the
-window.
+window. A directory that does not exist is logged once at WARNING and read once it exists.
 
 The socket stream is a driver-side receiver, as Spark's without a write-ahead log: one
 thread connects to ``host:port``, reads UTF-8 lines and each batch gets the lines
@@ -54,14 +54,16 @@ RECONNECT_DELAY_SECONDS = 2.0
 FileInfo = tuple[str, int, int]
 
 
-def _local_files(directory: str) -> list[FileInfo]:
+def _local_files(directory: str) -> tuple[list[FileInfo], bool]:
     found: list[FileInfo] = []
     folders = glob.glob(directory) if any(c in directory for c in "*?[") else [directory]
+    exists = False
     for folder in folders:
         try:
             entries = list(os.scandir(folder))
         except (FileNotFoundError, NotADirectoryError):
             continue
+        exists = True
         for entry in entries:
             try:
                 if entry.is_file():
@@ -69,20 +71,22 @@ def _local_files(directory: str) -> list[FileInfo]:
                     found.append((entry.path, stat.st_mtime_ns // 1_000_000, stat.st_size))
             except FileNotFoundError:  # deleted while listed
                 continue
-    return found
+    return found, exists
 
 
-def _hadoop_files(sc: Any, directory: str) -> list[FileInfo]:
+def _hadoop_files(sc: Any, directory: str) -> tuple[list[FileInfo], bool]:
     pattern, fs = hadoop_filesystem(sc, directory)
     found: list[FileInfo] = []
+    exists = False
     for folder in fs.globStatus(pattern) or []:
         if not folder.isDirectory():
             continue
+        exists = True
         for status in fs.listStatus(folder.getPath()):
             if status.isFile():
                 found.append((str(status.getPath().toString()),
                               int(status.getModificationTime()), int(status.getLen())))
-    return found
+    return found, exists
 
 
 def select_new_files(files: list[FileInfo], threshold_ms: int, batch_time: int,
@@ -98,9 +102,11 @@ def select_new_files(files: list[FileInfo], threshold_ms: int, batch_time: int,
                   and threshold_ms < info[1] <= batch_time and info[0] not in recent)
 
 
-def list_files(sc: Any, directory: str) -> tuple[list[FileInfo], Callable[[str], str]]:
-    """Return the files directly in ``directory`` (a glob pattern matches several) and a
-    function giving the path Spark reads each one by.
+def list_files(sc: Any, directory: str
+               ) -> tuple[list[FileInfo], bool, Callable[[str], str]]:
+    """Return the files directly in ``directory`` (a glob pattern matches several),
+    whether any such directory exists, and a function giving the path Spark reads each
+    file by.
 
     Local paths (no scheme with a local ``fs.defaultFS``, or ``file:``) are listed with
     ``os``; other URIs (``hdfs://``, ``s3a://``, ...) through Hadoop's ``FileSystem``.
@@ -109,8 +115,8 @@ def list_files(sc: Any, directory: str) -> tuple[list[FileInfo], Callable[[str],
     if isinstance(checkpoint_files(sc, directory), LocalFileSystem):
         parsed = urlparse(directory)
         local = parsed.path if parsed.scheme == "file" else directory
-        return _local_files(local), lambda path: "file://" + os.path.abspath(path)
-    return _hadoop_files(sc, directory), lambda path: path
+        return *_local_files(local), lambda path: "file://" + os.path.abspath(path)
+    return *_hadoop_files(sc, directory), lambda path: path
 
 
 class FileInputDStream(InputDStream[Any]):
@@ -143,18 +149,27 @@ class FileInputDStream(InputDStream[Any]):
         self.remember_ms = batch * max(1, math.ceil(remember_ms / batch))
         #: Files modified at or before this epoch ms are never read (new files only).
         self.initial_threshold_ms = now_ms()
-        self._selected: dict[int, list[str]] = {}  # batch time -> files it took
+        self._selected: dict[int, list[str]] = {}  # batch time -> files it took (if any)
         self._recent: set[str] = set()
+        self._missing_reported = False
 
     def compute(self, batch_time: int) -> RDD[Any] | None:
         for old in [t for t in self._selected if t < batch_time - self.remember_ms]:
             self._recent.difference_update(self._selected.pop(old))
         threshold = max(self.initial_threshold_ms, batch_time - self.remember_ms)
-        files, read_path = list_files(self._sc, self.directory)
+        files, exists, read_path = list_files(self._sc, self.directory)
+        if exists == self._missing_reported:  # a typo must not read nothing silently
+            self._missing_reported = not exists
+            if exists:
+                log.info("File stream: directory %s exists now", self.directory)
+            else:
+                log.warning("File stream: directory %s does not exist (yet); no file is read "
+                            "until it does", self.directory)
         new = select_new_files(files, threshold, batch_time, self._recent)
         names = [path for path, _, _ in new]
-        self._selected[batch_time] = names
-        self._recent.update(names)
+        if names:
+            self._selected[batch_time] = names
+            self._recent.update(names)
         for path, _, size in new:
             if size == 0:
                 log.warning("File %s has no data in it. A file stream only reads files that "
@@ -226,7 +241,10 @@ class SocketInputDStream(InputDStream[str]):
                 self._stopped.wait(RECONNECT_DELAY_SECONDS)
                 continue
             sock.settimeout(None)
-            with self._lock:
+            with self._lock:  # stop() sets the flag first, then looks for the socket
+                if self._stopped.is_set():
+                    sock.close()
+                    return
                 self._socket = sock
             log.info("Socket stream: connected to %s", where)
             try:

@@ -3,6 +3,7 @@ against real files, socketTextStream against a real loopback TCP server."""
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -137,13 +138,32 @@ class TestTextFileStream:
             second.stop(stopSparkContext=False)
         assert sorted(all_records(batches)) == ["a", "b"]
 
+    def test_a_directory_that_does_not_exist_yet_is_reported_once_and_read_once_it_exists(
+            self, ssc: StreamingContext, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A missing directory logs one warning naming it, not one per batch; files moved
+        in after it was created are read."""
+        folder = tmp_path / "later"
+        caplog.set_level(logging.INFO, logger="dstream_kafka.streaming.sources")
+        batches = record_batches(ssc.textFileStream(str(folder)))
+        ssc.start()
+        wait_until(lambda: "does not exist" in caplog.text, "the warning")
+        time.sleep(5 * BATCH)
+        folder.mkdir()
+        move_in(folder, "a.txt", b"a\n")
+        wait_until(lambda: batches, "the file in the created directory")
+        warnings = [r for r in caplog.records if "does not exist" in r.getMessage()]
+        assert len(warnings) == 1 and str(folder) in warnings[0].getMessage()
+        assert all_records(batches) == ["a"]
+
     def test_hadoop_listing_finds_the_files_and_times_the_local_listing_finds(
             self, sc: SparkContext, folder: Path) -> None:
         """Directories given as Hadoop URIs are listed through Hadoop's FileSystem with the
         same files and modification times."""
         move_in(folder, "a.txt", b"abc")
-        local = _local_files(str(folder))
-        hadoop = _hadoop_files(sc, "file://" + str(folder))
+        local, local_exists = _local_files(str(folder))
+        hadoop, hadoop_exists = _hadoop_files(sc, "file://" + str(folder))
+        assert local_exists and hadoop_exists
         assert [(Path(p.removeprefix("file:")).name, m, n) for p, m, n in hadoop] == [
             (Path(p).name, m, n) for p, m, n in local]
         assert local[0][2] == 3
