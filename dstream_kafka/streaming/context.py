@@ -247,7 +247,7 @@ class StreamingContext:
                 f"recordLength must be a positive whole number of bytes, got {recordLength!r}")
         return FileInputDStream(self, directory,
                                 lambda sc, path: sc.binaryRecords(path, recordLength),
-                                self._file_remember_ms)
+                                self._file_remember_ms, recordLength)
 
     def socketTextStream(self, hostname: str, port: int,
                          storageLevel: StorageLevel = StorageLevel.MEMORY_AND_DISK_2

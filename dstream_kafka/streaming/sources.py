@@ -132,18 +132,24 @@ class FileInputDStream(InputDStream[Any]):
         ``read(sc, path)`` returns the RDD of one file.
     remember_ms : int
         ``spark.streaming.fileStream.minRememberDuration`` in ms.
+    record_length : int, optional
+        For fixed-length records: a batch taking a file whose size is not a multiple of
+        it fails with an error naming the file (Spark's reader fails with an
+        ``EOFException`` instead).
     """
 
     failure_stops_context = False
 
     def __init__(self, ssc: StreamingContext, directory: str,
-                 read: Callable[[Any, str], RDD[Any]], remember_ms: int) -> None:
+                 read: Callable[[Any, str], RDD[Any]], remember_ms: int,
+                 record_length: int | None = None) -> None:
         if not isinstance(directory, str) or not directory:
             raise ConfigurationError(
                 f"directory must be a non-empty path string, got {directory!r}")
         super().__init__(ssc)
         self.directory = directory
         self._read = read
+        self._record_length = record_length
         batch = ssc._batch_ms
         #: How long taken files are remembered and how old a new file may be.
         self.remember_ms = batch * max(1, math.ceil(remember_ms / batch))
@@ -176,6 +182,14 @@ class FileInputDStream(InputDStream[Any]):
                             "are moved into the directory complete; one written in place "
                             "may be read empty or partly and is not read again.", path)
         self.report_input_info(batch_time, 0, {"files": names, "Description": "\n".join(names)})
+        n = self._record_length
+        torn = [(path, size) for path, _, size in new if n is not None and size % n]
+        if torn:
+            raise ConfigurationError(
+                "binaryRecordsStream: " + ", ".join(f"{p} has {size} bytes" for p, size in torn)
+                + f", not a multiple of recordLength {n}; the batch of {batch_time} ms fails "
+                "and these files are not read again. Move only files of whole records into "
+                "the directory")
         rdds = [self._read(self._sc, read_path(path)) for path in names]
         if not rdds:
             return self._sc.emptyRDD()

@@ -180,6 +180,20 @@ class TestBinaryRecordsStream:
         assert all_records(batches) == [bytes([0, 1, 2, 3]), bytes([4, 5, 6, 7]),
                                         bytes([8, 9, 10, 11])]
 
+    def test_a_file_of_a_torn_record_fails_its_batch_naming_the_file(
+            self, ssc: StreamingContext, folder: Path) -> None:
+        """A file whose size is not a multiple of the record length fails its batch with an
+        error naming it; later files are read (a file stream goes on after failures)."""
+        batches = record_batches(ssc.binaryRecordsStream(str(folder), 4))
+        ssc.start()
+        torn = move_in(folder, "torn.bin", bytes(13))
+        with pytest.raises(ConfigurationError, match=f"{torn} has 13 bytes, not a multiple "
+                                                     f"of recordLength 4"):
+            ssc.awaitTerminationOrTimeout(90)
+        move_in(folder, "whole.bin", bytes(range(4)))
+        wait_until(lambda: batches, "the whole file")
+        assert all_records(batches) == [bytes(range(4))]
+
     @pytest.mark.parametrize("length", [0, -4, 2.5, "4"])
     def test_a_record_length_that_is_not_a_positive_whole_number_is_refused(
             self, ssc: StreamingContext, folder: Path, length: Any) -> None:
