@@ -35,6 +35,7 @@ __all__ = [
     "CONSUMER_CACHE_MAX_CAPACITY",
     "CONSUMER_POLL_MS",
     "DEFAULTS",
+    "FILE_STREAM_MIN_REMEMBER",
     "GRACEFUL_STOP_TIMEOUT",
     "LOOKUP_TIMEOUT",
     "MAX_RATE_PER_PARTITION",
@@ -89,6 +90,8 @@ PID_MIN_RATE = "spark.streaming.backpressure.pid.minRate"
 STOP_GRACEFULLY_ON_SHUTDOWN = "spark.streaming.stopGracefullyOnShutdown"
 GRACEFUL_STOP_TIMEOUT = "spark.streaming.gracefulStopTimeout"
 CONCURRENT_JOBS = "spark.streaming.concurrentJobs"
+#: How long a file stream remembers the files it read (Spark reads it in seconds).
+FILE_STREAM_MIN_REMEMBER = "spark.streaming.fileStream.minRememberDuration"
 #: The interpreter of Python workers (else ``PYSPARK_PYTHON``); checked by ``KafkaUtils``.
 PYSPARK_PYTHON = "spark.pyspark.python"
 # Spark core
@@ -134,6 +137,7 @@ DEFAULTS: Mapping[str, str | None] = {
     STOP_GRACEFULLY_ON_SHUTDOWN: "false",
     GRACEFUL_STOP_TIMEOUT: None,  # unset: 10 batch intervals
     CONCURRENT_JOBS: "1",
+    FILE_STREAM_MIN_REMEMBER: "60s",
     PYSPARK_PYTHON: None,  # unset: PYSPARK_PYTHON, else python3
     NETWORK_TIMEOUT: "120s",
     CONSUMER_BACKEND: "kafka-python",
@@ -468,6 +472,16 @@ class SparkConfReader:
     def concurrent_jobs(self) -> int:
         """``spark.streaming.concurrentJobs`` (default 1)."""
         return self.get_int(CONCURRENT_JOBS, minimum=1)
+
+    @property
+    def file_stream_min_remember_ms(self) -> int:
+        """``spark.streaming.fileStream.minRememberDuration`` in ms (default 60s; a bare
+        number is seconds and the value is truncated to whole seconds, as Spark reads it)."""
+        value = self._value(FILE_STREAM_MIN_REMEMBER, DEFAULTS[FILE_STREAM_MIN_REMEMBER])
+        seconds = parse_time_string(str(value), "s", key=FILE_STREAM_MIN_REMEMBER)
+        if seconds < 0:
+            raise _bad(FILE_STREAM_MIN_REMEMBER, value, "a time >= 0", "60s")
+        return seconds * 1000
 
     @property
     def consumer_backend(self) -> str:

@@ -15,7 +15,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Sequence, TypeVar
 
-from pyspark import RDD
+from pyspark import RDD, StorageLevel
 
 from dstream_kafka._spark_internals import live_conf
 from dstream_kafka.config import SparkConfReader
@@ -30,6 +30,7 @@ from dstream_kafka.streaming.listener import (BatchInfo, ListenerBus, StreamingL
                                               StreamingListenerStreamingStarted)
 from dstream_kafka.streaming.graph import _STOPPING, ACTIVE, INITIALIZED, STOPPED, DStreamGraph
 from dstream_kafka.streaming.scheduler import JobScheduler, install_sigterm_handler
+from dstream_kafka.streaming.sources import FileInputDStream, SocketInputDStream
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -72,7 +73,8 @@ class StreamingContext:
         self._bus = ListenerBus()
         self._scheduler: JobScheduler | None = None
         self._checkpointer: StateCheckpointer | None = None
-        self._error: BaseException | None = None
+        self._error: BaseException | None = None  # the failure that stopped the context
+        self._batch_error: BaseException | None = None  # the last failure it went on after
         self._sigterm_hook: Any = None
         self._last_checkpoint_time: int | None = None
         self._last_input_data: tuple[int, dict[int, Any]] | None = None
@@ -90,6 +92,7 @@ class StreamingContext:
         self.stop_gracefully_on_shutdown: bool = conf.stop_gracefully_on_shutdown
         #: ``spark.streaming.concurrentJobs``: batches whose output operations run at once.
         self._concurrent_jobs = conf.concurrent_jobs
+        self._file_remember_ms = conf.file_stream_min_remember_ms
         from dstream_kafka.ui import StreamingPage  # here: dstream_kafka.ui imports .listener
         #: The Streaming page (``spark.streaming.kafka.ui.port``), served while this runs.
         self._page = StreamingPage.create(sparkContext, self._batch_ms, conf.conf)
@@ -220,6 +223,44 @@ class StreamingContext:
             default = self._sc.parallelize(list(default))
         return QueueInputDStream(self, rdds, oneAtATime, default)
 
+    def textFileStream(self, directory: str) -> DStream[str]:
+        """Create a stream of the lines of new files in ``directory``.
+
+        Files are picked as Spark's ``FileInputDStream`` picks them: see
+        :mod:`.sources`. Files must be moved into the directory complete.
+        """
+        return FileInputDStream(self, directory, lambda sc, path: sc.textFile(path),
+                                self._file_remember_ms)
+
+    def binaryRecordsStream(self, directory: str, recordLength: int) -> DStream[bytes]:
+        """Create a stream of the fixed-length records (``bytes``) of new files in
+        ``directory``; files are picked as by :meth:`textFileStream`.
+
+        Raises
+        ------
+        ConfigurationError
+            When ``recordLength`` is not a positive whole number.
+        """
+        if (not isinstance(recordLength, int) or isinstance(recordLength, bool)
+                or recordLength <= 0):
+            raise ConfigurationError(
+                f"recordLength must be a positive whole number of bytes, got {recordLength!r}")
+        return FileInputDStream(self, directory,
+                                lambda sc, path: sc.binaryRecords(path, recordLength),
+                                self._file_remember_ms, recordLength)
+
+    def socketTextStream(self, hostname: str, port: int,
+                         storageLevel: StorageLevel = StorageLevel.MEMORY_AND_DISK_2
+                         ) -> DStream[str]:
+        """Create a stream of the UTF-8 lines a TCP server at ``hostname:port`` sends.
+
+        A driver thread receives the lines (see :mod:`.sources`); each batch gets those
+        received since the previous batch. Not fault tolerant, as Spark's receiver
+        without a write-ahead log. ``storageLevel`` is accepted for compatibility: the
+        lines wait in driver memory until their batch.
+        """
+        return SocketInputDStream(self, hostname, port)
+
     def union(self, *dstreams: DStream[T]) -> DStream[T]:
         """Return the union of streams with the same slide duration."""
         if not dstreams:
@@ -262,7 +303,10 @@ class StreamingContext:
                 raise StreamingStateError(
                     "Only one StreamingContext may be started in this process. Currently "
                     f"running StreamingContext was started at {active._start_site}")
-            self.graph.validate(self._checkpointer is not None)
+            # Spark takes the SparkContext's checkpoint folder too: it is where Spark's
+            # stateful streams checkpoint their RDDs (here they are checkpointed locally).
+            self.graph.validate(self._checkpointer is not None
+                                or self._sc.getCheckpointDir() is not None)
             self._bus.start()
             started: list[InputDStream[Any]] = []
             try:
@@ -305,8 +349,13 @@ class StreamingContext:
             self._on_fatal, self._bus, int(self.graceful_stop_timeout * 1000),
             set_job_description=(self._sc.setJobDescription if self._page is None
                                  else self._page.job_description_setter()),
-            concurrent_jobs=self._concurrent_jobs)
+            concurrent_jobs=self._concurrent_jobs,
+            on_error=None if self._failure_stops() else self._on_batch_error)
         return scheduler, start
+
+    def _failure_stops(self) -> bool:
+        """Whether a failed batch stops this context (else it is reported and skipped)."""
+        return any(stream.failure_stops_context for stream in self.graph.input_streams)
 
     def stop(self, stopSparkContext: bool = True, stopGraceFully: bool = False) -> None:
         """Stop the batch loop and the inputs; optionally the SparkContext.
@@ -381,7 +430,10 @@ class StreamingContext:
         Raises
         ------
         BaseException
-            The error that failed a batch and stopped the context.
+            The error that failed a batch and stopped the context; or, in a context that
+            goes on after failed batches (no input stream commits positions, see
+            ``InputDStream.failure_stops_context``), the latest batch failure, at once
+            and on every later call (Spark's behaviour).
         """
         self.awaitTerminationOrTimeout(timeout)
 
@@ -391,19 +443,23 @@ class StreamingContext:
         Raises
         ------
         BaseException
-            The error that failed a batch and stopped the context.
+            The error that failed a batch and stopped the context; or, in a context that
+            goes on after failed batches (no input stream commits positions, see
+            ``InputDStream.failure_stops_context``), the latest batch failure, at once
+            and on every later call (Spark's behaviour).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while self._state != STOPPED:
+            while self._state != STOPPED and self._batch_error is None:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     break
                 # Short waits keep the main thread responsive to signals (SIGTERM).
                 self._cond.wait(0.25 if remaining is None else min(remaining, 0.25))
             stopped = self._state == STOPPED
-        if self._error is not None:
-            raise self._error
+        error = self._error or self._batch_error
+        if error is not None:
+            raise error
         return stopped
 
     # -- batch hooks (scheduler thread) -------------------------------------------------
@@ -430,6 +486,12 @@ class StreamingContext:
     def _fail_batch(self, time_ms: int, error: BaseException) -> None:
         for stream in self.graph.input_streams:
             self._safe(lambda: stream.on_batch_failed(time_ms, error), "on_batch_failed")
+
+    def _on_batch_error(self, error: BaseException) -> None:
+        # Spark's ContextWaiter.notifyError: awaitTermination raises it, batches go on.
+        with self._cond:
+            self._batch_error = error
+            self._cond.notify_all()
 
     def _on_fatal(self, error: BaseException) -> None:
         if self._error is None:

@@ -81,14 +81,19 @@ class DStreamGraph:
         return len(self.output_streams) - 1
 
     def validate(self, has_checkpoint_dir: bool) -> None:
-        """Refuse to start a graph that cannot run (Spark's messages)."""
+        """Refuse to start a graph that cannot run (Spark's messages).
+
+        ``has_checkpoint_dir``: the StreamingContext or the SparkContext has a checkpoint
+        folder, which stateful streams need (as Spark).
+        """
         if not self.output_streams:
             raise StreamingStateError("No output operations registered, so nothing to execute")
         for stream in self.streams:
             if stream.requires_checkpoint_dir and not has_checkpoint_dir:
                 raise ConfigurationError(
                     f"The checkpoint directory has not been set. Please set it by "
-                    f"StreamingContext.checkpoint(). ({stream!r} needs it.)")
+                    f"StreamingContext.checkpoint() (state survives a restart) or "
+                    f"SparkContext.setCheckpointDir(). ({stream!r} needs it.)")
 
     def initialize(self, zero_time: int, start_time: int) -> None:
         """Fix the time grid and give every stream its remember duration."""

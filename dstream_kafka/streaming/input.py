@@ -20,10 +20,13 @@ Lifecycle of an :class:`InputDStream` (all calls on the driver):
       else every checkpoint interval, and the last batch of a graceful stop);
    b. ``on_batch_completed(batch_time, info)``.
 
-   Batches complete in order. If an output operation, the checkpoint or a completion hook
-   failed: ``on_batch_failed(batch_time, error)``, then the context stops and
-   ``awaitTermination`` raises ``error``. A batch cut short by a non-graceful stop gets
-   no hook at all.
+   Batches complete in order. If generating the batch, an output operation, the
+   checkpoint or a completion hook failed: ``on_batch_failed(batch_time, error)``, then
+   ``awaitTermination`` raises ``error``, and either the context stops (when any input
+   stream's :attr:`~InputDStream.failure_stops_context` is true, as for Kafka streams) or
+   the batch is skipped and later batches run (Spark's behaviour, for graphs of queue,
+   file and socket streams only). A batch cut short by a non-graceful stop gets no hook
+   at all.
 6. ``stop()`` on ``ssc.stop()``, after the last batch was processed or dropped.
 
 Because ``compute``, the hooks and ``checkpoint_data`` all run on the scheduler thread,
@@ -58,6 +61,13 @@ class InputDStream(DStream[T]):
     The slide duration is the batch duration. The methods below are the contract with
     the engine (see the module docstring for when each is called).
     """
+
+    #: Whether a failed batch stops the context. True keeps a source that commits its
+    #: position (the Kafka streams, and by default every source written for this engine)
+    #: from moving past data no batch delivered. False (queue, file and socket streams,
+    #: which commit nothing) lets Spark's behaviour apply when every input of the graph
+    #: says so: the failure is reported and later batches run.
+    failure_stops_context: bool = True
 
     def __init__(self, ssc: StreamingContext) -> None:
         super().__init__(ssc, ())
@@ -140,7 +150,10 @@ class QueueInputDStream(InputDStream[T]):
     batch gets ``default`` or an empty RDD. If the caller passes a ``collections.deque``
     it is used as the queue, so more items can be appended while the stream runs.
     Queue contents are not checkpointed (Spark's ``queueStream`` cannot be at all).
+    A failed batch's items are not put back (as Spark).
     """
+
+    failure_stops_context = False
 
     def __init__(self, ssc: StreamingContext, rdds: Iterable[Any], one_at_a_time: bool = True,
                  default: RDD[T] | None = None) -> None:

@@ -11,7 +11,8 @@ Threads
   1) each run the output operations of one batch, in registration order; so with the
   default one batch runs at a time. With more, consecutive batches run at once but still
   complete in batch-time order, and once a batch fails no later batch completes (its
-  offsets are never committed past the failed one).
+  offsets are never committed past the failed one) unless the scheduler was told to go on
+  after failures (``on_error``, Spark's behaviour for graphs without committed positions).
 * **listener bus** (see :mod:`.listener`): delivers events.
 
 Batch times come from :mod:`.clock`: multiples of the batch interval since the epoch, as
@@ -127,6 +128,10 @@ class JobScheduler:
         ``fail(time, error)`` runs when generating or processing a batch failed.
     on_fatal : callable
         ``on_fatal(error)`` is told once that the scheduler stops because of ``error``.
+    on_error : callable, optional
+        Given: a failed batch (generation, output operation or completion) is reported with
+        ``on_error(error)`` and later batches run and complete, as Spark's scheduler does.
+        ``None`` (the default): the first failure stops the scheduler (``on_fatal``).
     bus : ListenerBus
         Receives the batch and output-operation events.
     graceful_timeout_ms : int
@@ -147,12 +152,14 @@ class JobScheduler:
                  on_fatal: Callable[[BaseException], None], bus: ListenerBus,
                  graceful_timeout_ms: int,
                  set_job_description: Callable[[str], None] | None = None,
-                 clock: Callable[[], int] = now_ms, concurrent_jobs: int = 1) -> None:
+                 clock: Callable[[], int] = now_ms, concurrent_jobs: int = 1,
+                 on_error: Callable[[BaseException], None] | None = None) -> None:
         self._batch_ms = batch_ms
         self._generate_fn = generate
         self._complete_fn = complete
         self._fail_fn = fail
         self._on_fatal = on_fatal
+        self._on_error = on_error
         self._bus = bus
         self._graceful_timeout_ms = graceful_timeout_ms
         self._set_job_description = set_job_description
@@ -263,11 +270,11 @@ class JobScheduler:
                 batch_time = self.next_batch_time  # the oldest due time: none is ever skipped
                 self.next_batch_time = batch_time + self._batch_ms
                 generated = self._generate(batch_time)
-                if generated is None:  # generation failed: stop like a failed batch
+                if generated is None and self._on_error is None:  # stop like a failed batch
                     ticking = False
                     pending.clear()
                     self._interrupt.set()
-                else:
+                elif generated is not None:  # (a failed generation reported: go on)
                     pending.append(generated)
                     hand_over()
             if not ticking and not running:
@@ -302,7 +309,7 @@ class JobScheduler:
         except BaseException as error:
             log.error("Error generating jobs for time %d ms", batch_time, exc_info=error)
             self._safe_fail(batch_time, error)
-            self._on_fatal(error)
+            self._report(error)
             return None
         batch = _Batch(batch_time, list(jobs), dict(input_infos), self._clock())
         self._bus.post("onBatchSubmitted", StreamingListenerBatchSubmitted(batch.info()))
@@ -322,9 +329,19 @@ class JobScheduler:
         if batch.error is not None:
             self._safe_fail(batch.time, batch.error)
             self._bus.post("onBatchCompleted", StreamingListenerBatchCompleted(batch.info()))
-            self._on_fatal(batch.error)
-            return False
+            return self._report(batch.error)
         self._bus.post("onBatchCompleted", StreamingListenerBatchCompleted(batch.info()))
+        return True
+
+    def _report(self, error: BaseException) -> bool:
+        """Report a failed batch; return True when later batches go on."""
+        if self._on_error is None:
+            self._on_fatal(error)
+            return False
+        try:
+            self._on_error(error)
+        except Exception:
+            log.exception("Reporting the failure raised")
         return True
 
     def _safe_fail(self, batch_time: int, error: BaseException) -> None:
