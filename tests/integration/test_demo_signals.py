@@ -1,5 +1,6 @@
 """SIGTERM, as `timeout`, systemd and Kubernetes send it, to ``dstream-kafka demo`` and to a
-streaming program; and no broker JVM outliving the process that started it."""
+streaming program; no server JVM (Kafka broker, Spark standalone master and worker) outliving
+the process that started it; a broker left holding a data folder reported at once."""
 
 from __future__ import annotations
 
@@ -164,24 +165,34 @@ def test_a_broker_left_holding_the_demos_folder_is_reported_at_once_with_its_pid
     assert took < 30  # not the 60 s a KafkaTimeoutError took
 
 
-_PARENT = textwrap.dedent('''
+_BROKER_PARENT = textwrap.dedent('''
     import sys, time
     from dstream_kafka.services.kafka import KafkaCluster
     cluster = KafkaCluster(data_dir=sys.argv[1]).start()
     print(*[p for p in cluster.broker_pids().values() if p], flush=True)
     time.sleep(600)
 ''')
+_SPARK_PARENT = textwrap.dedent('''
+    import time
+    from dstream_kafka.testing.spark_cluster import SparkStandaloneCluster
+    cluster = SparkStandaloneCluster(workers=1).start()
+    print(cluster.master_pid, *cluster.worker_pids, flush=True)
+    time.sleep(600)
+''')
 
 
-def test_a_sigkilled_program_takes_its_broker_jvm_with_it(tmp_path: Path) -> None:
-    program = subprocess.Popen([sys.executable, "-c", _PARENT, str(tmp_path / "broker")],
+@pytest.mark.parametrize("program_text", [_BROKER_PARENT, _SPARK_PARENT],
+                         ids=["kafka-broker", "spark-standalone-master-and-worker"])
+def test_a_sigkilled_program_takes_its_server_jvms_with_it(program_text: str, tmp_path: Path) -> None:
+    program = subprocess.Popen([sys.executable, "-c", program_text, str(tmp_path / "data")],
                                stdout=subprocess.PIPE, text=True)
     try:
         assert program.stdout is not None
-        broker = psutil.Process(int(program.stdout.readline()))
+        jvms = [psutil.Process(int(pid)) for pid in program.stdout.readline().split()]
+        assert jvms, "the program started no server"
         program.kill()
         program.wait()
-        _wait_for(lambda: _all_gone([broker]), "the orphaned broker JVM to end", timeout=60)
+        _wait_for(lambda: _all_gone(jvms), "the orphaned server JVMs to end", timeout=60)
     finally:
         if program.poll() is None:
             program.kill()
@@ -194,10 +205,11 @@ _STREAM_PROGRAM = textwrap.dedent('''
     from dstream_kafka.services.spark import local_spark_conf
     from dstream_kafka.streaming import StreamingContext
 
-    bootstrap, topic, group, db = sys.argv[1:]
-    sc = SparkContext(conf=local_spark_conf("local[2]", "sigterm-stream", extra={
-        "spark.streaming.stopGracefullyOnShutdown": "true",
-        "spark.streaming.gracefulStopTimeout": "120s"}))
+    bootstrap, topic, group, db, graceful = sys.argv[1:]
+    settings = {"spark.streaming.gracefulStopTimeout": "120s"}
+    if graceful != "default":
+        settings["spark.streaming.stopGracefullyOnShutdown"] = graceful
+    sc = SparkContext(conf=local_spark_conf("local[2]", "sigterm-stream", extra=settings))
     sc.setLogLevel("ERROR")
     ssc = StreamingContext(sc, 0.5)
     stream = KafkaUtils.createDirectStream(
@@ -219,15 +231,19 @@ _STREAM_PROGRAM = textwrap.dedent('''
 ''')
 
 
-def test_a_sigtermed_streaming_program_stops_gracefully_commits_and_exits_0_with_one_line(
-        kafka: KafkaCluster, unique: Callable[[str], str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("graceful", ["true", "default"])
+def test_a_sigtermed_streaming_program_stops_commits_what_it_processed_and_exits_0_with_one_line(
+        kafka: KafkaCluster, unique: Callable[[str], str], tmp_path: Path, graceful: str) -> None:
+    """With spark.streaming.stopGracefullyOnShutdown=true the queued batches run too; by
+    default (Spark's: false) the running batch finishes and commits, queued ones are dropped."""
     from dstream_kafka import OffsetStores
 
     topic, group, db = unique("sigterm"), unique("sigterm-g"), tmp_path / "offsets.db"
     kafka.create_topic(topic, partitions=2)
     kafka.produce(topic, [(str(i).encode(), b"x") for i in range(40)])
     program = subprocess.Popen(
-        [sys.executable, "-c", _STREAM_PROGRAM, kafka.bootstrap_servers, topic, group, str(db)],
+        [sys.executable, "-c", _STREAM_PROGRAM, kafka.bootstrap_servers, topic, group, str(db),
+         graceful],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert program.stdout is not None
