@@ -129,6 +129,12 @@ class _Signals:
         self.name = ""
         self.starting = True
 
+    def install(self) -> None:
+        """(Re)install for SIGINT and SIGTERM: PySpark's SparkContext takes SIGINT over (it
+        cancels jobs and raises KeyboardInterrupt) and ``ssc.start()`` SIGTERM."""
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self)
+
     def __call__(self, signum: int, _frame: Any) -> None:
         self.name = self.name or signal.Signals(signum).name
         self.requested.set()
@@ -145,7 +151,8 @@ def run_demo(args: argparse.Namespace) -> int:
     either way.
     """
     signals = _Signals()
-    previous = {s: signal.signal(s, signals) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    signals.install()
     try:
         return _run(args, signals)
     except _StopRequested as stop:
@@ -153,7 +160,8 @@ def run_demo(args: argparse.Namespace) -> int:
         return 0
     finally:
         for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            if handler is not None:  # None: a handler not set from Python, left alone
+                signal.signal(sig, handler)
 
 
 def _run(args: argparse.Namespace, signals: _Signals) -> int:
@@ -188,6 +196,7 @@ def _run(args: argparse.Namespace, signals: _Signals) -> int:
         # end it before the running batch commits.
         sc = spark_context_in_own_session(local_spark_conf("local[2]", "dstream_kafka-demo", extra={
             "spark.streaming.kafka.ui.port": "0"}))
+        signals.install()
         sc.setLogLevel("ERROR")
         ssc = StreamingContext(sc, args.batch_seconds)
         params = {"bootstrap.servers": bootstrap, "group.id": args.group,
@@ -213,18 +222,16 @@ def _run(args: argparse.Namespace, signals: _Signals) -> int:
         stored = store.load(args.group, [args.topic])
         where = ("from the committed offsets " + ", ".join(
             f"p{tp.partition}@{off}" for tp, off in sorted(stored.items()))) if stored else "from the beginning"
+        # From here a signal asks for a graceful stop: the view below is closed, the stream
+        # started and stopped in order.
+        signals.starting = False
         display = create_display(f"{args.topic} at {bootstrap} -> {db.name}",
                                  lambda: _top_words(db))
         stream.addProgressListener(display.batch)
         display.message(f"Reading {args.topic} at {bootstrap} {where}; offsets and counts in {db}.")
         display.message("Press Ctrl-C to stop gracefully; run the demo again to resume.")
-        # From here a signal asks for a graceful stop instead of abandoning the start.
-        signals.starting = False
-        if signals.requested.is_set():
-            raise _StopRequested(signals.name)
         ssc.start()
-        # ssc.start() installed the engine's SIGTERM handler; the demo stops gracefully itself.
-        signal.signal(signal.SIGTERM, signals)
+        signals.install()  # over the engine's SIGTERM handler: the demo stops gracefully itself
         page = active_page()
         if page is not None:
             display.message(f"Streaming page: {page.url}")
