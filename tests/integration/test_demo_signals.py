@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,13 +75,20 @@ class Demo:
         self.lines: list[str] = []
 
     def read_until(self, check: Callable[[str], bool], what: str) -> str:
+        """Read lines until ``check`` accepts one; a demo silent for :data:`BOUND` seconds is
+        killed, which ends the read."""
         assert self.process.stdout is not None
-        while True:
-            line = self.process.stdout.readline()
-            assert line, f"the demo ended before {what}:\n{''.join(self.lines)}"
-            self.lines.append(line)
-            if check(line):
-                return line
+        watchdog = threading.Timer(BOUND, self.kill)
+        watchdog.start()
+        try:
+            while True:
+                line = self.process.stdout.readline()
+                assert line, f"the demo ended before {what}:\n{''.join(self.lines)}"
+                self.lines.append(line)
+                if check(line):
+                    return line
+        finally:
+            watchdog.cancel()
 
     def terminate_group(self) -> None:
         os.killpg(self.process.pid, signal.SIGTERM)  # what `timeout` and systemd send
@@ -188,7 +196,10 @@ def test_a_sigkilled_program_takes_its_server_jvms_with_it(program_text: str, tm
                                stdout=subprocess.PIPE, text=True)
     try:
         assert program.stdout is not None
+        watchdog = threading.Timer(BOUND, program.kill)  # a silent program ends the read
+        watchdog.start()
         jvms = [psutil.Process(int(pid)) for pid in program.stdout.readline().split()]
+        watchdog.cancel()
         assert jvms, "the program started no server"
         program.kill()
         program.wait()
@@ -247,8 +258,11 @@ def test_a_sigtermed_streaming_program_stops_commits_what_it_processed_and_exits
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert program.stdout is not None
+        watchdog = threading.Timer(BOUND, program.kill)  # a silent program ends the read
+        watchdog.start()
         first = program.stdout.readline()
-        assert first.startswith("BATCH ")
+        watchdog.cancel()
+        assert first.startswith("BATCH "), first
         program.send_signal(signal.SIGTERM)  # as Kubernetes sends it: to the process only
         out, err = program.communicate(timeout=BOUND)
     finally:
