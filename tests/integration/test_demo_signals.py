@@ -1,5 +1,5 @@
 """SIGTERM, as `timeout`, systemd and Kubernetes send it, to ``dstream-kafka demo`` and to a
-streaming program; no server JVM (Kafka broker, Spark standalone master and worker) outliving
+streaming program; no server JVM (Kafka broker, Spark standalone master and worker, HBase) outliving
 the process that started it; a broker left holding a data folder reported at once."""
 
 from __future__ import annotations
@@ -189,8 +189,18 @@ _SPARK_PARENT = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("program_text", [_BROKER_PARENT, _SPARK_PARENT],
-                         ids=["kafka-broker", "spark-standalone-master-and-worker"])
+_HBASE_PARENT = textwrap.dedent('''
+    import time
+    from dstream_kafka.services.hbase import HBaseServer
+    server = HBaseServer().start()
+    print(*server.pids(), flush=True)
+    time.sleep(600)
+''')
+
+
+@pytest.mark.parametrize("program_text", [_BROKER_PARENT, _SPARK_PARENT,
+                                          pytest.param(_HBASE_PARENT, marks=pytest.mark.slow)],
+                         ids=["kafka-broker", "spark-standalone-master-and-worker", "hbase"])
 def test_a_sigkilled_program_takes_its_server_jvms_with_it(program_text: str, tmp_path: Path) -> None:
     program = subprocess.Popen([sys.executable, "-c", program_text, str(tmp_path / "data")],
                                stdout=subprocess.PIPE, text=True)
