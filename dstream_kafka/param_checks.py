@@ -171,7 +171,8 @@ def check_offset_store(value: Any) -> None:
                 "dstream_kafka.stores.OffsetStore, or None")
     if isinstance(value, (str, bytes)) or hasattr(value, "__fspath__"):
         raise ConfigurationError(
-            f"offsetStore={str(value)!r} is a {type(value).__name__}, not a store; pass {accepted}. "
+            f"offsetStore={str(value)!r} is a {type(value).__name__}, not a store; pass "
+            f"{accepted}. "
             "For a store URI (sqlite:///PATH, postgresql://USER@HOST/DB, checkpoint:DIR, "
             "kafka://HOST:PORT, zookeeper://HOST:PORT/ROOT, hbase://HOST:PORT/TABLE) use "
             "dstream_kafka.store_uri.open_store(uri)")

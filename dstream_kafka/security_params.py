@@ -171,7 +171,8 @@ def security_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
     # Every client's settings pass here first: keep the libraries' own log lines (kafka-python
     # dumps an admin client's configuration at DEBUG, its requests' bytes at trace level) free
     # of the secrets given here and of those derived below.
-    protect_client_logs(v for k, v in kafkaParams.items() if is_secret_key(str(k)) and isinstance(v, str))
+    protect_client_logs(value for key, value in kafkaParams.items()
+                        if is_secret_key(str(key)) and isinstance(value, str))
     out: dict[str, Any] = {}
     if "sasl.jaas.config" in params:
         login = parse_jaas(params["sasl.jaas.config"])

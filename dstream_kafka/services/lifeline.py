@@ -65,12 +65,14 @@ def _die_with_parent(sig: int) -> Callable[[], None] | None:
     return preexec
 
 
+_Request = tuple["Future[subprocess.Popen[bytes]]", Callable[[], Any]]
+
+
 class _Spawner:
     """Forks children from one thread that lives as long as the process."""
 
     def __init__(self) -> None:
-        self._requests: queue.SimpleQueue[tuple[Future[subprocess.Popen[bytes]], Callable[[], Any]]] = \
-            queue.SimpleQueue()
+        self._requests: queue.SimpleQueue[_Request] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 

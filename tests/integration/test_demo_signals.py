@@ -1,6 +1,6 @@
 """SIGTERM, as `timeout`, systemd and Kubernetes send it, to ``dstream-kafka demo`` and to a
-streaming program; no server JVM (Kafka broker, Spark standalone master and worker, HBase) outliving
-the process that started it; a broker left holding a data folder reported at once."""
+streaming program; no server JVM (Kafka broker, Spark standalone master and worker, HBase)
+outliving the process that started it; a broker left holding a data folder reported at once."""
 
 from __future__ import annotations
 
@@ -150,8 +150,9 @@ def test_sigterm_during_the_demos_start_up_exits_0_with_one_line_and_leaves_no_b
     rest, err = demo.finish()
     assert demo.process.returncode == 0, err
     assert "Traceback" not in err, err
-    assert demo.lines + rest == ["Starting a local Kafka broker ...",
-                                 "SIGTERM received during start-up: stopped before reading anything."]
+    assert demo.lines + rest == [
+        "Starting a local Kafka broker ...",
+        "SIGTERM received during start-up: stopped before reading anything."]
     _wait_for(lambda: _all_gone(brokers), "the broker JVM to end", timeout=60)
 
 
@@ -201,7 +202,8 @@ _HBASE_PARENT = textwrap.dedent('''
 @pytest.mark.parametrize("program_text", [_BROKER_PARENT, _SPARK_PARENT,
                                           pytest.param(_HBASE_PARENT, marks=pytest.mark.slow)],
                          ids=["kafka-broker", "spark-standalone-master-and-worker", "hbase"])
-def test_a_sigkilled_program_takes_its_server_jvms_with_it(program_text: str, tmp_path: Path) -> None:
+def test_a_sigkilled_program_takes_its_server_jvms_with_it(program_text: str,
+                                                           tmp_path: Path) -> None:
     program = subprocess.Popen([sys.executable, "-c", program_text, str(tmp_path / "data")],
                                stdout=subprocess.PIPE, text=True)
     try:

@@ -62,7 +62,8 @@ def test_no_debug_log_line_of_our_sasl_clients_holds_the_password(
                                LocationStrategies.PreferConsistent)
     assert rdd.count() == 2
 
-    dumps = [r.getMessage() for r in caplog.records if "Starting KafkaAdminClient" in r.getMessage()]
+    dumps = [r.getMessage() for r in caplog.records
+             if "Starting KafkaAdminClient" in r.getMessage()]
     assert dumps and all(f"'sasl_plain_password': {REDACTED}" in d for d in dumps)
     assert password not in caplog.text
     assert not [line for line in root_handler.lines if password in line]

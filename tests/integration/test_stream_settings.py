@@ -20,7 +20,8 @@ def _create(kafka: Any, make_ssc: Any, unique: Callable[[str], str], **kwargs: A
 
 @pytest.mark.parametrize("key, value, accepted", [
     ("spark.streaming.kafka.consumer.poll.ms", "soon", "a time such as 120s, 500ms or 2min"),
-    ("spark.streaming.kafka.consumer.backend", "rust-kafka", "one of kafka-python, confluent-kafka"),
+    ("spark.streaming.kafka.consumer.backend", "rust-kafka",
+     "one of kafka-python, confluent-kafka"),
     ("spark.streaming.kafka.consumer.cache.maxCapacity", "lots", "a whole number"),
     ("spark.streaming.kafka.consumer.cache.enabled", "yes", "true or false"),
     ("spark.streaming.kafka.metrics.prometheus.port", "70000", "a TCP port from 0 to 65535"),
