@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--duration", type=_number(float, "a number of seconds", 0, False),
                       default=None,
                       help="stop gracefully after this many seconds (default: run until Ctrl-C)")
+    demo.add_argument("--data-dir", metavar="DIR", default=None,
+                      help="folder of the demo's broker data and SQLite file "
+                           "(default: demo/ in the cache folder)")
 
     offsets = sub.add_parser("offsets", help="see and move the offsets a stream committed to a store")
     offsets_sub = offsets.add_subparsers(dest="action", metavar="ACTION")

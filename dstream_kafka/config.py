@@ -8,6 +8,8 @@ key, the value and a valid example, before any data moves.
 
 from __future__ import annotations
 
+import difflib
+import logging
 import math
 import re
 from collections.abc import Mapping
@@ -82,6 +84,8 @@ ASSIGNMENT_TIMEOUT = "spark.streaming.kafka.assignmentTimeout"
 BACKPRESSURE_ENABLED = "spark.streaming.backpressure.enabled"
 BACKPRESSURE_INITIAL_RATE = "spark.streaming.backpressure.initialRate"
 RATE_ESTIMATOR = "spark.streaming.backpressure.rateEstimator"
+#: The estimators ``RATE_ESTIMATOR`` may name (Spark's only one).
+_RATE_ESTIMATORS = ("pid",)
 PID_PROPORTIONAL = "spark.streaming.backpressure.pid.proportional"
 PID_INTEGRAL = "spark.streaming.backpressure.pid.integral"
 PID_DERIVED = "spark.streaming.backpressure.pid.derived"
@@ -161,6 +165,8 @@ _TIME_UNITS_US = {
 _TIME_RE = re.compile(r"(-?[0-9]+)([a-z]+)?")
 _INT_RE = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_STREAM_PREFIX = "spark.streaming.kafka."
+log = logging.getLogger(__name__)
 
 
 def _bad(key: str, value: Any, expected: str, example: str) -> ConfigurationError:
@@ -494,3 +500,67 @@ class SparkConfReader:
                 CONSUMER_BACKEND, value, "one of " + ", ".join(CONSUMER_BACKENDS), "confluent-kafka"
             )
         return normalized
+
+    # -- one check of every stream key ------------------------------------------------------
+
+    def get_port(self, key: str, example: str) -> int | None:
+        """Read ``key`` as a TCP port (0 to 65535; 0: a free port), or None when it is unset."""
+        raw = self.get_raw(key)
+        if raw is None or str(raw).strip() == "":
+            return None
+        port = self.get_int(key)
+        if not 0 <= port <= 65535:
+            raise _bad(key, raw, "a TCP port from 0 to 65535 (0: a free port)", example)
+        return port
+
+    def check_stream_settings(self) -> None:
+        """Check every key a direct stream reads, at once, when the stream is created.
+
+        Several keys are otherwise read only when the first batch runs (on the executors, or
+        when backpressure starts); this reads each with its type, range or allowed values, so
+        a bad value fails before any data moves. An unknown ``spark.streaming.kafka.*`` key
+        (a typo, which Spark would ignore silently) is logged at WARNING with the closest
+        known key.
+
+        Raises
+        ------
+        ConfigurationError
+            Naming the first bad key, its value and what it accepts.
+        """
+        for name in _STREAM_PROPERTIES:
+            getattr(self, name)
+        if self.rate_estimator.strip() not in _RATE_ESTIMATORS:
+            raise _bad(RATE_ESTIMATOR, self.rate_estimator, "one of " + ", ".join(_RATE_ESTIMATORS),
+                       "pid")
+        if self.get_raw(GRACEFUL_STOP_TIMEOUT) is not None:
+            self._time_at_least(GRACEFUL_STOP_TIMEOUT, 0)
+        self.get_port(METRICS_PROMETHEUS_PORT, "9464")
+        self.get_port(UI_PORT, "4050")
+        self.get_int(UI_RETAINED_BATCHES, minimum=1)
+        known = [key for key in DEFAULTS if key.startswith(_STREAM_PREFIX)]
+        for key in self._set_keys():
+            if key.startswith(_STREAM_PREFIX) and key not in DEFAULTS:
+                close = difflib.get_close_matches(key, known, n=1)
+                log.warning("%s is not a key dstream_kafka knows; it has no effect%s", key,
+                            f" (did you mean {close[0]}?)" if close else "")
+
+    def _set_keys(self) -> list[str]:
+        conf = self._conf
+        if conf is None:
+            return []
+        if isinstance(conf, Mapping):
+            return [str(key) for key in conf]
+        get_all = getattr(conf, "getAll", None)
+        return [str(key) for key, _ in get_all()] if callable(get_all) else []
+
+
+#: The reader's properties a direct stream uses, each strict about its value.
+_STREAM_PROPERTIES = (
+    "consumer_cache_enabled", "consumer_cache_pre_position", "poll_timeout_ms",
+    "cache_initial_capacity", "cache_max_capacity", "cache_load_factor",
+    "max_rate_per_partition", "min_rate_per_partition", "allow_non_consecutive_offsets",
+    "max_retries", "retry_backoff_ms", "lookup_timeout_ms", "assignment_timeout_ms",
+    "backpressure_enabled", "backpressure_initial_rate", "pid_proportional", "pid_integral",
+    "pid_derived", "pid_min_rate", "stop_gracefully_on_shutdown", "concurrent_jobs",
+    "consumer_backend",
+)

@@ -26,11 +26,12 @@ __all__ = ["run_demo", "WORDS", "check_broker", "demo_dir"]
 WORDS = ("kafka", "spark", "offset", "stream", "batch", "range", "commit", "python")
 
 
-def demo_dir() -> Path:
-    """Folder of the demo's broker data and SQLite file (inside the project cache)."""
+def demo_dir(data_dir: str | None = None) -> Path:
+    """Folder of the demo's broker data and SQLite file: ``data_dir`` (``--data-dir``), else
+    ``demo`` in the project cache."""
     from dstream_kafka.services.environment import cache_dir
 
-    path = cache_dir() / "demo"
+    path = Path(data_dir) if data_dir else cache_dir() / "demo"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -116,36 +117,86 @@ def _top_words(db: Path, n: int = 4) -> str:
     return ", ".join(f"{w} {c}" for w, c in rows)
 
 
-def run_demo(args: argparse.Namespace) -> int:
-    """Run the demo; returns the exit code."""
-    from pyspark import SparkContext
+class _StopRequested(Exception):
+    """SIGINT or SIGTERM arrived while the demo was starting: nothing was read yet."""
 
+
+class _Signals:
+    """The demo's SIGINT/SIGTERM handler: a stop request, which aborts a start in progress."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.name = ""
+        self.starting = True
+
+    def install(self) -> None:
+        """(Re)install for SIGINT and SIGTERM: PySpark's SparkContext takes SIGINT over (it
+        cancels jobs and raises KeyboardInterrupt) and ``ssc.start()`` SIGTERM."""
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self)
+
+    def __call__(self, signum: int, _frame: Any) -> None:
+        self.name = self.name or signal.Signals(signum).name
+        self.requested.set()
+        if self.starting:
+            raise _StopRequested(self.name)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Run the demo; returns the exit code.
+
+    SIGINT (Ctrl-C) and SIGTERM (``timeout``, systemd, Kubernetes) stop it gracefully and
+    exit with code 0: during start-up with one line, before anything is read; afterwards once
+    the running batch committed, with the usual summary. The broker it started is stopped
+    either way.
+    """
+    signals = _Signals()
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    signals.install()
+    try:
+        return _run(args, signals)
+    except _StopRequested as stop:
+        print(f"{stop} received during start-up: stopped before reading anything.", flush=True)
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:  # None: a handler not set from Python, left alone
+                signal.signal(sig, handler)
+
+
+def _run(args: argparse.Namespace, signals: _Signals) -> int:
     from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetStores
     from dstream_kafka.services.kafka import KafkaCluster
-    from dstream_kafka.services.spark import local_spark_conf
+    from dstream_kafka.services.spark import local_spark_conf, spark_context_in_own_session
     from dstream_kafka.streaming import StreamingContext
     from dstream_kafka.ui import active_page
     from dstream_kafka.ui.terminal import create_display
 
-    folder = demo_dir()
+    folder = demo_dir(getattr(args, "data_dir", None))
     cluster = None
     bootstrap = args.bootstrap_servers
     if bootstrap is not None:
         # Before any thread or SparkContext starts, so a wrong address is one error line.
         check_broker(bootstrap, getattr(args, "connect_timeout", 30.0))
-    if bootstrap is None:
-        print("Starting a local Kafka broker ...", flush=True)
-        cluster = KafkaCluster(data_dir=folder / "broker").start()
-        bootstrap = cluster.bootstrap_servers
     db = folder / "demo.db"
-    producer = _Producer(bootstrap, args.topic, args.rate)
+    producer: _Producer | None = None
     sc = None
     try:
+        if bootstrap is None:
+            print("Starting a local Kafka broker ...", flush=True)
+            # Assigned before start(): a signal during the start still stops the broker.
+            cluster = KafkaCluster(data_dir=folder / "broker")
+            cluster.start()
+            bootstrap = cluster.bootstrap_servers
+        producer = _Producer(bootstrap, args.topic, args.rate)
         _ensure_topic(bootstrap, args.topic)
         producer.start()
         # The Streaming page on a free loopback port: the demo shows what a user can turn on.
-        sc = SparkContext.getOrCreate(local_spark_conf("local[2]", "dstream_kafka-demo", extra={
+        # Spark's JVM in its own session: a SIGTERM to our process group (`timeout`) must not
+        # end it before the running batch commits.
+        sc = spark_context_in_own_session(local_spark_conf("local[2]", "dstream_kafka-demo", extra={
             "spark.streaming.kafka.ui.port": "0"}))
+        signals.install()
         sc.setLogLevel("ERROR")
         ssc = StreamingContext(sc, args.batch_seconds)
         params = {"bootstrap.servers": bootstrap, "group.id": args.group,
@@ -171,26 +222,26 @@ def run_demo(args: argparse.Namespace) -> int:
         stored = store.load(args.group, [args.topic])
         where = ("from the committed offsets " + ", ".join(
             f"p{tp.partition}@{off}" for tp, off in sorted(stored.items()))) if stored else "from the beginning"
+        # From here a signal asks for a graceful stop: the view below is closed, the stream
+        # started and stopped in order.
+        signals.starting = False
         display = create_display(f"{args.topic} at {bootstrap} -> {db.name}",
                                  lambda: _top_words(db))
         stream.addProgressListener(display.batch)
         display.message(f"Reading {args.topic} at {bootstrap} {where}; offsets and counts in {db}.")
         display.message("Press Ctrl-C to stop gracefully; run the demo again to resume.")
         ssc.start()
+        signals.install()  # over the engine's SIGTERM handler: the demo stops gracefully itself
         page = active_page()
         if page is not None:
             display.message(f"Streaming page: {page.url}")
-        stop_requested = threading.Event()
-        previous = signal.signal(signal.SIGINT, lambda *_: stop_requested.set())
         deadline = time.monotonic() + args.duration if args.duration else None
-        try:
-            while not ssc.awaitTerminationOrTimeout(0.2):
-                if stop_requested.is_set() or (deadline is not None and time.monotonic() > deadline):
-                    break
-        finally:
-            signal.signal(signal.SIGINT, previous)
-        display.message("Stopping gracefully (finishing the running batch) ...")
-        producer.stop_event.set()
+        while not ssc.awaitTerminationOrTimeout(0.2):
+            if signals.requested.is_set() or (deadline is not None and time.monotonic() > deadline):
+                break
+        why = f"{signals.name} received: stopping" if signals.name else "Stopping"
+        display.message(f"{why} gracefully (finishing the running batch) ...")
+        _stop_producer(producer)
         ssc.stop(stopSparkContext=False, stopGraceFully=True)
         display.close()
         final = OffsetStores.sqlite(db).load(args.group, [args.topic])
@@ -199,8 +250,17 @@ def run_demo(args: argparse.Namespace) -> int:
         print(f"Totals: {_top_words(db, len(WORDS))}")
         return 0
     finally:
-        producer.stop_event.set()
+        signals.starting = False  # a signal now must not interrupt the clean-up below
+        if producer is not None:
+            _stop_producer(producer)
         if sc is not None:
             sc.stop()
         if cluster is not None:
             cluster.stop()
+
+
+def _stop_producer(producer: _Producer) -> None:
+    # Joined before the broker stops: a producer left sending would log connection errors.
+    producer.stop_event.set()
+    if producer.is_alive():
+        producer.join(timeout=15)

@@ -40,6 +40,7 @@ from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.kafka_params import fix_kafka_params
 from dstream_kafka.latest_offsets import PartitionsGone, any_reachable, latest_offsets
 from dstream_kafka.offsets import OffsetRange, TopicPartition
+from dstream_kafka.param_checks import check_offset_store
 from dstream_kafka.placement import LocationStrategy, PreferBrokers
 from dstream_kafka.metrics import count_data_loss
 from dstream_kafka.progress import BatchProgress, ProgressTracker, describe_ranges
@@ -108,6 +109,9 @@ class DirectKafkaInputDStream(InputDStream[Any]):
             raise ConfigurationError(
                 f"maxOffsetsPerTrigger must be a positive int, got {maxOffsetsPerTrigger!r}")
         start_options = StartOptions.parse(options, failOnDataLoss).checked(consumerStrategy)
+        check_offset_store(offsetStore)
+        # Every stream key at once, before the stream joins the graph: not in the first batch.
+        SparkConfReader(ssc.sparkContext.getConf()).check_stream_settings()
         super().__init__(ssc)
         self.startOptions = start_options
         # Every spark.* key this stream uses is read from this one copy of the SparkConf.

@@ -27,6 +27,8 @@ from dstream_kafka.keystores import (
     truststore_pem,
     write_private,
 )
+from dstream_kafka.log_redaction import protect_client_logs
+from dstream_kafka.param_checks import is_secret_key
 
 __all__ = ["SECURITY_KEYS", "check_credentials", "parse_jaas", "security_config"]
 
@@ -160,11 +162,17 @@ def security_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
     ------
     ConfigurationError
         Naming the setting and the alternative for what cannot be honoured, unreadable stores
-        or wrong store passwords. Secret values are never quoted.
+        or wrong store passwords. Secret values are never quoted, here or in the client
+        libraries' log lines (:func:`~dstream_kafka.log_redaction.protect_client_logs`).
     MissingDependencyError
         When a JKS or PKCS12 store needs ``keytool`` or ``openssl`` and it is missing.
     """
     params = {str(k).strip(): v for k, v in kafkaParams.items() if str(k).strip() in SECURITY_KEYS}
+    # Every client's settings pass here first: keep the libraries' own log lines (kafka-python
+    # dumps an admin client's configuration at DEBUG, its requests' bytes at trace level) free
+    # of the secrets given here and of those derived below.
+    protect_client_logs(value for key, value in kafkaParams.items()
+                        if is_secret_key(str(key)) and isinstance(value, str))
     out: dict[str, Any] = {}
     if "sasl.jaas.config" in params:
         login = parse_jaas(params["sasl.jaas.config"])
@@ -207,6 +215,7 @@ def security_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
     for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
         if name in out and not Path(out[name]).is_file():
             raise ConfigurationError(f"{name} {out[name]} is not a file")
+    protect_client_logs(v for k, v in out.items() if is_secret_key(k))
     return out
 
 

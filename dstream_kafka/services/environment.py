@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Self, Sequence
 
 from dstream_kafka.errors import MissingDependencyError, ServiceError
+from dstream_kafka.services.lifeline import popen_tied
 
 __all__ = [
     "cache_dir",
@@ -176,7 +177,11 @@ class LocalService(abc.ABC):
 
 
 class ManagedProcess:
-    """A child process in its own session, logging to a file, stopped with SIGTERM then SIGKILL."""
+    """A child process in its own session, logging to a file, stopped with SIGTERM then SIGKILL.
+
+    On Linux it also gets SIGTERM when this process dies, even by SIGKILL
+    (:func:`~dstream_kafka.services.lifeline.popen_tied`): a killed program leaves no server.
+    """
 
     def __init__(self, name: str, argv: Sequence[str], log_path: Path, env: dict | None = None,
                  cwd: Path | None = None) -> None:
@@ -191,7 +196,9 @@ class ManagedProcess:
         """Launch the process (its output goes to ``log_path``)."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
+            # Its own session: a signal to our process group (Ctrl-C, ``timeout``) does not
+            # stop it before we do; tied to us, it still dies when we are killed.
+            self.proc = popen_tied(
                 self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=self.env, cwd=self.cwd, start_new_session=True,
             )

@@ -5,7 +5,9 @@ refuses a second instance, starts the server, records its pid, its address and i
 process ids in ``<run dir>/<name>.json``, prints the address on its first line and blocks until
 SIGINT/SIGTERM (``stop`` sends SIGTERM) or until the server dies; ``status`` prints the address.
 A record whose process is gone (SIGKILL) is cleaned up when next read: its orphaned children
-are signalled and a temporary data folder is removed.
+are signalled and a temporary data folder is removed. On Linux the children do not wait for
+that: they get SIGTERM as soon as the foreground process dies
+(:mod:`~dstream_kafka.services.lifeline`).
 """
 
 from __future__ import annotations

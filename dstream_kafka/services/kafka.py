@@ -30,6 +30,7 @@ from dstream_kafka.services.environment import (
     wait_until,
 )
 from dstream_kafka.services.kafka_clients import KafkaClusterClients
+from dstream_kafka.services.lifeline import lock_holder
 from dstream_kafka.services.maven import KAFKA_VERSION, kafka_artifacts, resolve_classpath
 from dstream_kafka.services.tls import SECURE_PROTOCOLS, BrokerSecurity, listener_properties
 
@@ -205,13 +206,15 @@ class KafkaCluster(KafkaClusterClients):
             for n in layout["nodes"]
         ]
         for node in self._nodes:
+            self._refuse_locked(node)  # before its files are touched
+        for node in self._nodes:
             self._write_config(node)
         self._format(layout["cluster_id"])
         self._started = True
         atexit.register(self.stop)
         for node in self._nodes:
             self._launch(node)
-        self._wait_ready(timeout)
+        self._wait_ready(timeout, every_node=True)
         return self
 
     def stop(self) -> None:
@@ -372,6 +375,20 @@ class KafkaCluster(KafkaClusterClients):
             if proc.proc.wait(timeout=120) != 0:
                 raise ServiceError(f"{proc.name} failed:\n{proc.log_tail()}")
 
+    def _refuse_locked(self, node: _Node) -> None:
+        """Fail at once, naming the folder, the process and the fix, when another broker
+        (typically one an earlier, killed run left behind) holds ``node``'s log folder."""
+        logs = node.dir / "logs"
+        holder = lock_holder(logs / ".lock")
+        if holder is None:
+            return
+        who = f"process {holder}" if holder > 0 else "another process"
+        stop = f"stop it (kill {holder})" if holder > 0 else "stop that broker"
+        raise ServiceError(
+            f"Failed to acquire lock on the Kafka log folder {logs}: {who} holds it, most likely a "
+            f"broker left running by an earlier run that was killed; {stop} and start again, "
+            "or use another data folder")
+
     def _launch(self, node: _Node) -> None:
         node.process = ManagedProcess(
             f"Kafka node {node.node_id}",
@@ -380,10 +397,12 @@ class KafkaCluster(KafkaClusterClients):
         )
         node.process.start()
 
-    def _wait_ready(self, timeout: float) -> None:
+    def _wait_ready(self, timeout: float, every_node: bool = False) -> None:
+        # every_node: a fresh start, where a node that exited is a failure (not a node a test
+        # stopped on purpose) and must not make the wait succeed with nothing listening.
         def all_listening() -> bool:
             return all(port_open(n.port, n.host) for n in self._nodes
-                       if n.process and n.process.running())
+                       if every_node or (n.process and n.process.running()))
 
         def died() -> str | None:
             for n in self._nodes:
@@ -391,7 +410,10 @@ class KafkaCluster(KafkaClusterClients):
                     note = n.process.death_note()
                     server_log = n.dir / "server.log"
                     if server_log.is_file():
-                        tail = server_log.read_text(errors="replace").splitlines()[-15:]
+                        text = server_log.read_text(errors="replace")
+                        if "Failed to acquire lock" in text:
+                            self._refuse_locked(n)  # raises naming the holder, while it lives
+                        tail = text.splitlines()[-15:]
                         note = f"{note}\nserver.log:\n" + "\n".join(tail)
                     return note
             return None

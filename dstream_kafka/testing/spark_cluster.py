@@ -170,6 +170,11 @@ class SparkStandaloneCluster(LocalService):
         return index
 
     @property
+    def master_pid(self) -> int | None:
+        """Process id of the master (None before :meth:`start`)."""
+        return self._master.pid if self._master is not None else None
+
+    @property
     def worker_pids(self) -> list[int | None]:
         """Process id of each worker (its process group also holds its executors)."""
         return [w.pid for w in self._workers]

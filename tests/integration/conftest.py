@@ -1,8 +1,8 @@
 """Everything under tests/integration talks to real services.
 
 Shared fixtures: ``contexts`` (StreamingContexts stopped after the test), ``make_ssc`` (a
-factory for them) and ``ssc`` (one context of 0.1 s batches; with a checkpoint folder when the
-test carries the ``checkpointed`` mark). Shared helpers live in ``support.py``.
+factory for them), ``ssc`` (one context of 0.1 s batches; with a checkpoint folder when the
+test carries the ``checkpointed`` mark) and ``spark_conf`` (sets SparkConf keys for one test). Shared helpers live in ``support.py``.
 """
 
 from __future__ import annotations
@@ -92,3 +92,22 @@ def backend(request, sc):
     sc._conf.set("spark.streaming.kafka.consumer.backend", request.param)
     yield request.param
     sc._conf.set("spark.streaming.kafka.consumer.backend", "kafka-python")
+
+
+@pytest.fixture
+def spark_conf(sc: SparkContext) -> Iterator[Callable[[str, str], None]]:
+    """Return ``set(key, value)`` for the session's SparkConf; every key set is restored after
+    (removed when it was unset)."""
+    conf = sc._conf
+    touched: dict[str, str | None] = {}
+
+    def set_(key: str, value: str) -> None:
+        touched.setdefault(key, conf.get(key, None))
+        conf.set(key, value)
+
+    yield set_
+    for key, old in touched.items():
+        if old is None:
+            conf._jconf.remove(key)
+        else:
+            conf.set(key, old)

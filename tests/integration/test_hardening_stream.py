@@ -17,27 +17,8 @@ import pytest
 from support import STRING_DESERIALIZER, poll_as_member, wait_until
 
 from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetRange
-from dstream_kafka._spark_internals import live_conf
 from dstream_kafka.errors import BrokerTimeoutError, DataLossError, UnknownTopicPartitionError
 from dstream_kafka.stores import OffsetStores
-
-
-@pytest.fixture
-def spark_conf(sc: Any) -> Iterator[Callable[[str, str], None]]:
-    """Return ``set(key, value)`` for the session's SparkConf; every key set is restored after
-    (to its default when it was unset: a SparkConf cannot unset a key)."""
-    from dstream_kafka.config import DEFAULTS
-
-    conf = live_conf(sc)
-    touched: dict[str, str | None] = {}
-
-    def set_(key: str, value: str) -> None:
-        touched.setdefault(key, conf.get(key, None))
-        conf.set(key, value)
-
-    yield set_
-    for key, old in touched.items():
-        conf.set(key, old if old is not None else DEFAULTS[key])
 
 
 def _params(servers: str, group: str, **extra: Any) -> dict[str, Any]:
