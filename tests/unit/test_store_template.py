@@ -73,7 +73,7 @@ class MemoryStore(OffsetStore):
 class MemoryTransactions(MemoryStore, TransactionalOffsetStore):
     @contextlib.contextmanager
     def _transaction(self, group_id: str, batch_time_ms: int, given: tuple[OffsetRange, ...],
-                     merged: tuple[OffsetRange, ...]) -> Iterator[Transaction]:
+                     merged: tuple[OffsetRange, ...], epoch: int) -> Iterator[Transaction]:
         self.calls.append(("transaction", group_id, batch_time_ms, given, merged))
         yield Transaction(None, group_id, batch_time_ms, given)
 
@@ -234,3 +234,17 @@ def test_a_failing_mirror_warns_at_most_once_a_minute(caplog):
     assert [rec.levelno for rec in caplog.records] == [logging.WARNING, logging.DEBUG]
     assert "RuntimeError: unreachable" in caplog.records[0].getMessage()
     mirror.close()
+
+
+def test_a_write_begun_before_the_stores_close_is_refused_and_a_new_one_reopens_it():
+    store = MemoryStore()
+    run = store.epoch
+    store.close()  # a stream's stop
+    for write in (lambda: store.commit("g", 1, [r(0, 0, 1)], epoch=run),
+                  lambda: store.plan("g", 1, [r(0, 0, 1)], epoch=run),
+                  lambda: store.record_data_loss("g", TopicPartition("t", 0), 0, 1, 1, epoch=run)):
+        with pytest.raises(OffsetFencedError, match="closed since the write began"):
+            write()
+    assert store.calls == []  # no hook ran
+    store.commit("g", 1, [r(0, 0, 1)], epoch=store.epoch)  # the next run's writes go through
+    assert store.calls == [("commit", "g", 1, (r(0, 0, 1),))]
