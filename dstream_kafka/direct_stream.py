@@ -156,6 +156,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                                              start_options=start_options)
         self._bounded: BoundedRun | None = None  # with an ending option, from the start on
         self._store_epoch: int | None = None  # the offset store's epoch when this run started
+        self._stopping = threading.Event()  # set when the context's stop begins
 
     @property
     def name(self) -> str:
@@ -195,7 +196,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         deadline = time.monotonic() + REJOIN_TIMEOUT_S
         while True:
             _kafka_internals.keep_rejoin_wanted(consumer)
-            if not _kafka_internals.needs_rejoin(consumer) or time.monotonic() >= deadline:
+            if (not _kafka_internals.needs_rejoin(consumer) or time.monotonic() >= deadline
+                    or self._stopping.is_set()):
                 break
             records = {**records, **consumer.poll(timeout_ms=100)}
         if records:
@@ -253,7 +255,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
     def _latest(self, parts: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         servers = self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", "bootstrap.servers")
         return latest_offsets(self._driver(), parts, self._max_retries, self._retry_backoff_ms,
-                              self._lookup_timeout_ms, str(servers), self._vanished)
+                              self._lookup_timeout_ms, str(servers), self._vanished,
+                              stopping=self._stopping)
 
     def _vanished(self, parts: Sequence[TopicPartition]) -> set[TopicPartition]:
         """Those of ``parts`` that were deleted; none while no bootstrap server accepts a
@@ -464,7 +467,13 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         if self.offsetStore is None and data:
             self.currentOffsets = {TopicPartition(t, p): int(o) for t, p, o in data.get("currentOffsets", [])}
 
+    def on_stop_requested(self) -> None:
+        # A planning thread waiting for an unanswered broker gives up now, so the stop (and the
+        # consumer close, which needs the planner's lock) keeps its bound.
+        self._stopping.set()
+
     def stop(self) -> None:
+        self._stopping.set()
         if self.offsetStore is not None:
             # First: from here on no batch of this run writes to the store (a batch the stop
             # abandoned is refused and rolled back; see OffsetStore.epoch).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -162,3 +164,38 @@ def test_a_bad_default_api_timeout_ms_is_refused_naming_the_key(value: object) -
         ["t"], {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "default.api.timeout.ms": value})
     with pytest.raises(ConfigurationError, match="default.api.timeout.ms must be a whole number"):
         PartitionPositions(strategy, group_id="g", store_group="g", fail_on_data_loss=True)
+
+
+class _DeadBroker:
+    """end_offsets as kafka-python's against a dead broker: waits its timeout, then times out."""
+
+    def __init__(self) -> None:
+        self.timeouts: list[int] = []
+
+    def end_offsets(self, partitions: Any, timeout_ms: int) -> Any:
+        from kafka.errors import KafkaTimeoutError
+
+        self.timeouts.append(timeout_ms)
+        time.sleep(timeout_ms / 1000.0)
+        raise KafkaTimeoutError(f"no answer in {timeout_ms} ms")
+
+
+def test_a_stop_abandons_an_unanswered_look_up_within_one_check_interval() -> None:
+    from dstream_kafka.errors import StreamingStateError
+    from dstream_kafka.latest_offsets import STOP_CHECK_MS
+
+    stopping = threading.Event()
+    threading.Timer(0.3, stopping.set).start()
+    started = time.monotonic()
+    with pytest.raises(StreamingStateError, match="look-up was abandoned"):
+        latest_offsets(_DeadBroker(), [TopicPartition("t", 0)], retries=1, timeout_ms=30_000,
+                       stopping=stopping)
+    assert time.monotonic() - started < 0.3 + 2 * STOP_CHECK_MS / 1000.0
+
+
+def test_without_a_stop_a_sliced_try_still_waits_the_whole_lookup_timeout() -> None:
+    consumer = _DeadBroker()
+    with pytest.raises(BrokerTimeoutError):
+        latest_offsets(consumer, [TopicPartition("t", 0)], retries=0, timeout_ms=2_500,
+                       stopping=threading.Event())
+    assert sum(consumer.timeouts) >= 2_400 and max(consumer.timeouts) <= 1_000

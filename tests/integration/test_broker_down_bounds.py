@@ -1,0 +1,72 @@
+"""Bounds that hold while the broker is down: a graceful stop, the start, a batch's read.
+
+Every test runs its own one-broker cluster (``own_kafka``), stops it and starts it again; the
+session's shared broker is never touched.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+from support import wait_until
+from test_hardening_stream import own_kafka, spark_conf  # noqa: F401  (fixtures)
+
+from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetStores
+from dstream_kafka.offsets import TopicPartition
+
+from stream_runs import params
+
+
+def _planning_in(function: str) -> bool:
+    """Whether the streaming scheduler thread is inside ``function`` now."""
+    frames = sys._current_frames()
+    for thread in threading.enumerate():
+        if thread.name == "dstream-scheduler" and thread.ident in frames:
+            frame: Any = frames[thread.ident]
+            while frame is not None:
+                if frame.f_code.co_name == function:
+                    return True
+                frame = frame.f_back
+    return False
+
+
+def _stored_run(kafka: Any, make_ssc: Any, topic: str, group: str, db: str, batch: float = 0.5,
+                **extra: Any) -> tuple[Any, list[str]]:
+    ssc = make_ssc(batch)
+    stream = KafkaUtils.createDirectStream(
+        ssc, LocationStrategies.PreferConsistent,
+        ConsumerStrategies.Subscribe([topic], params(kafka, group, **{"auto.offset.reset": "earliest", **extra})),
+        offsetStore=OffsetStores.sqlite(db))
+    seen: list[str] = []
+    stream.foreachRDD(lambda rdd: seen.extend(rdd.map(lambda r: r.value).collect()))
+    ssc.start()
+    return ssc, seen
+
+
+@pytest.mark.slow  # its own broker
+def test_a_graceful_stop_with_the_broker_down_returns_within_the_graceful_stop_timeout(
+        own_kafka, make_ssc, unique, tmp_path) -> None:
+    topic, group, db = unique("t"), unique("g"), str(tmp_path / "o.db")
+    own_kafka.create_topic(topic, partitions=1)
+    own_kafka.produce(topic, [(None, f"a{i}".encode()) for i in range(10)])
+    # The defaults: 2 tries of up to 30 s each for a batch's latest offsets.
+    ssc, seen = _stored_run(own_kafka, make_ssc, topic, group, db)
+    wait_until(lambda: len(seen) == 10, "the first 10 records")
+    wait_until(lambda: OffsetStores.sqlite(db).load(group) == {TopicPartition(topic, 0): 10},
+               "the commit of the first 10 records")
+    (node,) = own_kafka.node_ids
+    own_kafka.stop_broker(node, kill=True)
+    wait_until(lambda: _planning_in("latest_offsets"), "a batch's look-up of the latest offsets")
+    time.sleep(1.5)  # the look-up is now waiting for the dead broker (not a synchronisation)
+    started = time.monotonic()
+    ssc.stop(stopSparkContext=False, stopGraceFully=True)
+    took = time.monotonic() - started
+    # README: spark.streaming.gracefulStopTimeout is the longest graceful stop (10 batches, 5 s
+    # here); generous headroom for a loaded machine, far below the 60 s of the look-up's bound.
+    assert took < ssc.graceful_stop_timeout + 15, f"the graceful stop took {took:.1f} s"
+    ssc.awaitTerminationOrTimeout(0)  # the abandoned look-up fails nothing the user asked for
+    assert OffsetStores.sqlite(db).load(group) == {TopicPartition(topic, 0): 10}
