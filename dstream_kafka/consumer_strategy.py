@@ -21,8 +21,7 @@ from typing import Any, Iterable, Iterator, Mapping, Pattern, Sequence
 from kafka import ConsumerRebalanceListener
 
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError, UnknownTopicPartitionError
-from dstream_kafka.kafka_params import stream_driver_config
-from dstream_kafka.security_params import check_credentials
+from dstream_kafka.kafka_params import bootstrap_errors, stream_driver_config
 from dstream_kafka.offsets import TopicPartition, as_topic_partition
 
 __all__ = ["ConsumerStrategy", "ConsumerStrategies", "Subscribe", "SubscribePattern", "Assign",
@@ -178,8 +177,10 @@ class _BaseStrategy(ConsumerStrategy):
         from kafka import KafkaConsumer
 
         config = stream_driver_config(self.kafkaParams)
-        check_credentials(config)  # a refused SASL login fails now, not after the bootstrap bound
-        consumer = KafkaConsumer(**config)
+        # A refused SASL login fails at once, no broker within bootstrap.timeout.ms with
+        # BrokerTimeoutError naming the servers (not kafka-python's "Unable to bootstrap").
+        with bootstrap_errors(self.kafkaParams):
+            consumer = KafkaConsumer(**config)
         return consumer, _PauseOnAssign(consumer)
 
     def _subscribed(self, currentOffsets: Mapping[TopicPartition, int], **subscription: Any) -> Any:

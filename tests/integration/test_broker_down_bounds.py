@@ -70,3 +70,23 @@ def test_a_graceful_stop_with_the_broker_down_returns_within_the_graceful_stop_t
     assert took < ssc.graceful_stop_timeout + 15, f"the graceful stop took {took:.1f} s"
     ssc.awaitTerminationOrTimeout(0)  # the abandoned look-up fails nothing the user asked for
     assert OffsetStores.sqlite(db).load(group) == {TopicPartition(topic, 0): 10}
+
+
+@pytest.mark.slow  # its own broker
+def test_a_start_with_starting_timestamp_and_the_broker_down_fails_with_broker_timeout_naming_the_servers(
+        own_kafka, make_ssc, unique) -> None:
+    from dstream_kafka.errors import BrokerTimeoutError
+
+    topic, group = unique("t"), unique("g")
+    own_kafka.create_topic(topic, partitions=1)
+    servers = own_kafka.bootstrap_servers
+    (node,) = own_kafka.node_ids
+    own_kafka.stop_broker(node, kill=True)
+    ssc = make_ssc(0.5)
+    kafka_params = {**params(own_kafka, group), "bootstrap.timeout.ms": 3000}
+    KafkaUtils.createDirectStream(
+        ssc, LocationStrategies.PreferConsistent, ConsumerStrategies.Subscribe([topic], kafka_params),
+        options={"startingTimestamp": int(time.time() * 1000) - 60_000}).foreachRDD(lambda rdd: None)
+    with pytest.raises(BrokerTimeoutError, match=f"Could not reach any Kafka broker at bootstrap.servers={servers} "
+                                                 "within bootstrap.timeout.ms=3000 ms"):
+        ssc.start()
