@@ -34,6 +34,7 @@ from dstream_kafka.consumer_strategy import (
     ConsumerStrategy,
     assignment_timeout,
     discover_partitions,
+    note_stranded_member,
     seek_back,
 )
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
@@ -486,9 +487,15 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._close_consumer()
 
     def _close_consumer(self) -> None:
-        """Close the driver consumer, which leaves the group at once (no session timeout wait)."""
+        """Close the driver consumer, which leaves the group at once (no session timeout wait);
+        with no broker reachable it cannot, and the next start of the group says why it waits."""
         with self._consumer_lock:
             if self._consumer is not None:
+                servers = str(self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", ""))
+                if (self._group_id is not None and not isinstance(self.consumerStrategy, Assign)
+                        and not any_reachable(servers)):
+                    session_ms = int(getattr(self._consumer, "config", {}).get("session_timeout_ms", 45000))
+                    note_stranded_member(servers, self._group_id, session_ms)
                 try:
                     self._consumer.close(autocommit=False)
                 finally:

@@ -90,3 +90,32 @@ def test_a_start_with_starting_timestamp_and_the_broker_down_fails_with_broker_t
     with pytest.raises(BrokerTimeoutError, match=f"Could not reach any Kafka broker at bootstrap.servers={servers} "
                                                  "within bootstrap.timeout.ms=3000 ms"):
         ssc.start()
+
+
+@pytest.mark.slow  # its own broker, killed and restarted, and a group session of 10 s
+def test_a_start_waiting_for_a_member_that_could_not_leave_during_an_outage_says_so(
+        own_kafka, make_ssc, unique, spark_conf, tmp_path, caplog) -> None:
+    from dstream_kafka.errors import BrokerTimeoutError
+
+    topic, group, db = unique("t"), unique("g"), str(tmp_path / "o.db")
+    own_kafka.create_topic(topic, partitions=1)
+    own_kafka.produce(topic, [(None, f"a{i}".encode()) for i in range(10)])
+    spark_conf("spark.streaming.kafka.lookupTimeout", "2s")
+    spark_conf("spark.streaming.kafka.maxRetries", "0")
+    spark_conf("spark.streaming.kafka.consumer.poll.ms", "60000")
+    session = {"session.timeout.ms": 10000}
+    first, seen = _stored_run(own_kafka, make_ssc, topic, group, db, **session)
+    wait_until(lambda: len(seen) == 10, "the first 10 records")
+    (node,) = own_kafka.node_ids
+    own_kafka.stop_broker(node, kill=True)
+    with pytest.raises(BrokerTimeoutError):
+        first.awaitTermination(timeout=60)
+    own_kafka.start_broker(node)
+    own_kafka.produce(topic, [(None, f"b{i}".encode()) for i in range(5)])
+    with caplog.at_level("WARNING", logger="dstream_kafka.consumer_strategy"):
+        second, again = _stored_run(own_kafka, make_ssc, topic, group, db, **session)
+    assert any("could not leave the group" in r.getMessage() and "session.timeout.ms" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
+    wait_until(lambda: len(again) >= 5 or second.getState() == "STOPPED", "the 5 pending records")
+    second.awaitTerminationOrTimeout(0)
+    assert sorted(again) == sorted(f"b{i}" for i in range(5))
