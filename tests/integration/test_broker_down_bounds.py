@@ -119,3 +119,41 @@ def test_a_start_waiting_for_a_member_that_could_not_leave_during_an_outage_says
     wait_until(lambda: len(again) >= 5 or second.getState() == "STOPPED", "the 5 pending records")
     second.awaitTerminationOrTimeout(0)
     assert sorted(again) == sorted(f"b{i}" for i in range(5))
+
+
+@pytest.mark.slow  # its own broker, down for longer than the poll timeout during a batch's read
+def test_a_batch_read_rides_out_a_broker_outage_longer_than_the_poll_timeout_within_the_planning_bound(
+        own_kafka, make_ssc, unique, spark_conf, tmp_path) -> None:
+    topic, group, db = unique("t"), unique("g"), str(tmp_path / "o.db")
+    own_kafka.create_topic(topic, partitions=1)
+    own_kafka.produce(topic, [(None, f"a{i}".encode()) for i in range(10)])
+    spark_conf("spark.streaming.kafka.consumer.poll.ms", "2000")  # far below the outage
+    spark_conf("spark.streaming.kafka.lookupTimeout", "20s")  # the bound: 3 tries of 20 s
+    spark_conf("spark.streaming.kafka.maxRetries", "2")
+    ssc = make_ssc(0.5)
+    stream = KafkaUtils.createDirectStream(
+        ssc, LocationStrategies.PreferConsistent,
+        ConsumerStrategies.Subscribe([topic], params(own_kafka, group, **{"auto.offset.reset": "earliest"})),
+        offsetStore=OffsetStores.sqlite(db))
+    planned, go = threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def read(rdd: Any) -> None:
+        if seen and sum(r.count() for r in rdd.offsetRanges()) and not go.is_set():
+            planned.set()
+            go.wait(120)  # the broker goes down between the planning and the read
+        seen.extend(rdd.map(lambda r: r.value).collect())
+
+    stream.foreachRDD(read)
+    ssc.start()
+    wait_until(lambda: len(seen) == 10, "the first 10 records (the executor's consumer is connected)")
+    own_kafka.produce(topic, [(None, f"b{i}".encode()) for i in range(10)])
+    wait_until(planned.is_set, "the batch of the next 10 records")
+    (node,) = own_kafka.node_ids
+    own_kafka.stop_broker(node, kill=True)
+    go.set()
+    time.sleep(6)  # the outage: three poll timeouts of the read (not a synchronisation)
+    own_kafka.start_broker(node)
+    wait_until(lambda: len(seen) >= 20 or ssc.getState() == "STOPPED", "the next 10 records", timeout=120)
+    ssc.awaitTerminationOrTimeout(0)  # raises the error that stopped the stream, if any
+    assert sorted(seen) == sorted([f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)])
