@@ -19,6 +19,7 @@ from dstream_kafka.errors import BrokerTimeoutError, StreamingStateError
 from dstream_kafka.offsets import TopicPartition
 
 __all__ = ["LOOKUP_TIMEOUT_MS", "REACHABLE_TIMEOUT_S", "REFRESH_LEADER_BACKOFF_MS", "STOP_CHECK_MS",
+           "MAX_SLICE_MS",
            "PartitionsGone", "any_reachable", "describe_parts", "latest_offsets"]
 
 logger = logging.getLogger(__name__)
@@ -57,8 +58,8 @@ def latest_offsets(consumer: Any, parts: Sequence[TopicPartition], retries: int,
     tells whether partitions were deleted, which no retry would fix.
 
     Once ``stopping`` is set (the stream's stop began), a look-up that is not answered is
-    abandoned within :data:`STOP_CHECK_MS`: a try waits in slices of that length and checks
-    ``stopping`` between them and before a retry.
+    abandoned within :data:`MAX_SLICE_MS`: a try waits in slices (:data:`STOP_CHECK_MS`,
+    doubling up to that) and checks ``stopping`` between them and before a retry.
 
     Raises
     ------
@@ -105,8 +106,11 @@ def latest_offsets(consumer: Any, parts: Sequence[TopicPartition], retries: int,
                 raise _abandoned(parts) from exc
 
 
-#: Longest a look-up goes on unanswered once the stream's stop began (the slice of a try).
+#: The first slice of a try: how long a look-up goes on unanswered once the stream's stop began.
 STOP_CHECK_MS = 1_000
+
+#: The longest slice (slices double after each unanswered one): a stop waits at most this long.
+MAX_SLICE_MS = 4_000
 
 
 def _one_try(consumer: Any, ktps: list[Any], timeout_ms: int, stopping: threading.Event | None,
@@ -118,16 +122,20 @@ def _one_try(consumer: Any, ktps: list[Any], timeout_ms: int, stopping: threadin
     if stopping is None:
         return cast("Mapping[Any, int]", consumer.end_offsets(ktps, timeout_ms=timeout_ms))
     deadline = time.monotonic() + timeout_ms / 1000.0
+    slice_ms = STOP_CHECK_MS
     while True:
         left_ms = int((deadline - time.monotonic()) * 1000)
         try:
             return cast("Mapping[Any, int]",
-                        consumer.end_offsets(ktps, timeout_ms=max(1, min(left_ms, STOP_CHECK_MS))))
+                        consumer.end_offsets(ktps, timeout_ms=max(1, min(left_ms, slice_ms))))
         except KafkaTimeoutError as exc:
             if stopping.is_set():
                 raise _abandoned(parts) from exc
-            if left_ms <= STOP_CHECK_MS:
+            if left_ms <= slice_ms:
                 raise
+            # A slice asks again (the late answer of the previous one is dropped): slices grow,
+            # so a broker that answers slowly is still heard.
+            slice_ms = min(2 * slice_ms, MAX_SLICE_MS)
 
 
 def _abandoned(parts: Sequence[TopicPartition]) -> StreamingStateError:
