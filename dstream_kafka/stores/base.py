@@ -109,7 +109,8 @@ class OffsetStore(abc.ABC):
         # The closed-store guard: close() moves the epoch on, and a write begun under an older
         # epoch is refused, so a batch abandoned by a stream's stop never commits after it.
         self._epoch = 0
-        self._epoch_gate = threading.RLock()
+        self._writes = threading.Condition()
+        self._active: dict[int, int] = {}  # epoch -> writes of it in progress
 
     # -- contract ---------------------------------------------------------------------------
     def load(self, group_id: str, topics: Collection[str] | None = None) -> dict[TopicPartition, int]:
@@ -126,7 +127,7 @@ class OffsetStore(abc.ABC):
         keeps a write-ahead log. ``epoch``: see :attr:`epoch`."""
         group_id, t, planned, _ = self._check_batch_args(group_id, batch_time_ms, ranges)
         epoch = self._epoch if epoch is None else epoch
-        with self._lock, self._open_since(epoch, f"Planning batch {t} of group {group_id!r}"):
+        with self._open_since(epoch, f"Planning batch {t} of group {group_id!r}"):
             self._plan(group_id, t, planned)
 
     def pending(self, group_id: str) -> PlannedBatch | None:
@@ -150,7 +151,7 @@ class OffsetStore(abc.ABC):
         """
         group_id, t, _, merged = self._check_batch_args(group_id, batch_time_ms, ranges)
         epoch = self._epoch if epoch is None else epoch
-        with self._lock, self._open_since(epoch, f"Commit of batch {t} of group {group_id!r}"):
+        with self._open_since(epoch, f"Commit of batch {t} of group {group_id!r}"):
             changed = self._commit(group_id, t, merged)
         if changed:
             self._mirror_commit(group_id, merged)
@@ -227,7 +228,7 @@ class OffsetStore(abc.ABC):
         tp = as_topic_partition(tp)
         OffsetRange(tp.topic, tp.partition, lost_from, lost_until)  # validates the bounds
         epoch = self._epoch if epoch is None else epoch
-        with self._lock, self._open_since(epoch, f"Recording a data loss of group {group_id!r}"):
+        with self._open_since(epoch, f"Recording a data loss of group {group_id!r}"):
             self._record_data_loss(group_id, tp, lost_from, lost_until, batch_time_ms)
 
     def data_losses(self, group_id: str) -> list[DataLossRecord]:
@@ -250,21 +251,31 @@ class OffsetStore(abc.ABC):
 
     @contextlib.contextmanager
     def _open_since(self, epoch: int, what: str) -> Iterator[None]:
-        """Hold the close gate across a write; refuse it if :meth:`close` ran since ``epoch``."""
-        with self._epoch_gate:
+        """Run a write that :meth:`close` waits for; refuse it if the store closed since ``epoch``.
+
+        Writes share this section (no lock is held in it, so it orders no other lock)."""
+        with self._writes:
             if epoch != self._epoch:
                 raise OffsetFencedError(
                     f"{what} refused: the offset store was closed since the write began (the stream "
                     "that planned the batch was stopped); nothing was stored. A stopped stream's "
                     "batches never commit: the next start reads this batch again.")
+            self._active[epoch] = self._active.get(epoch, 0) + 1
+        try:
             yield
+        finally:
+            with self._writes:
+                self._active[epoch] -= 1
+                self._writes.notify_all()
 
     def close(self) -> None:
         """Release connections and clients; writes begun before are refused (see :attr:`epoch`).
 
         Waits for a write in progress to end; a later call reopens the store."""
-        with self._epoch_gate:
-            self._epoch += 1
+        with self._writes:
+            closed, self._epoch = self._epoch, self._epoch + 1
+            self._writes.wait_for(lambda: not self._active.get(closed))
+            self._active.pop(closed, None)
         if self._mirror is not None:
             self._mirror.close()
 

@@ -248,3 +248,30 @@ def test_a_write_begun_before_the_stores_close_is_refused_and_a_new_one_reopens_
     assert store.calls == []  # no hook ran
     store.commit("g", 1, [r(0, 0, 1)], epoch=store.epoch)  # the next run's writes go through
     assert store.calls == [("commit", "g", 1, (r(0, 0, 1),))]
+
+
+def test_close_waits_for_a_write_in_progress_and_a_write_never_waits_for_another() -> None:
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+
+    class SlowStore(MemoryStore):
+        def _commit(self, group_id: str, batch_time_ms: int, merged: tuple[OffsetRange, ...]) -> bool:
+            if batch_time_ms == 1:
+                entered.set()
+                release.wait(30)
+            return super()._commit(group_id, batch_time_ms, merged)
+
+    store = SlowStore()
+    writer = threading.Thread(target=store.commit, args=("g", 1, [r(0, 0, 1)]))
+    writer.start()
+    assert entered.wait(30)
+    store.commit("g", 2, [r(1, 0, 1)])  # a second write goes through beside the first
+    closer = threading.Thread(target=store.close)
+    closer.start()
+    closer.join(0.3)
+    assert closer.is_alive()  # the write began before the close: close waits for it
+    release.set()
+    closer.join(30)
+    writer.join(30)
+    assert not closer.is_alive() and [c[2] for c in store.calls] == [2, 1]
