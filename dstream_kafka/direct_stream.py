@@ -482,8 +482,11 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         if self.rateController is not None:
             self.rateController.stop(wait=False)
         # Commits sent for finished batches complete before the consumer goes (Kafka's close
-        # waits for in-flight async commits too), and their callbacks run.
-        self._commits.deliver(wait_s=COMMIT_WAIT_ON_STOP_S)
+        # waits for in-flight async commits too), and their callbacks run; with no broker to
+        # answer them the stop does not wait (its bound holds), they fail with the consumer.
+        servers = str(self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", ""))
+        answerable = not self._commits.in_flight() or any_reachable(servers)
+        self._commits.deliver(wait_s=COMMIT_WAIT_ON_STOP_S if answerable else 0.0)
         self._close_consumer()
 
     def _close_consumer(self) -> None:

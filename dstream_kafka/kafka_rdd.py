@@ -159,9 +159,10 @@ def read_range(
     fails or is abandoned; after a failure it is discarded rather than cached. With
     ``settings.failOnDataLoss`` false, records deleted from Kafka after planning are skipped:
     ``on_lost((topic, partition, from, until))`` gets each lost range and reading goes on at
-    the log start. While no bootstrap server accepts a connection, a read that gets nothing
-    within its poll timeout goes on from where it stopped, with a new consumer, until
-    ``settings.outageMs`` have passed since its first poll timeout began; then the
+    the log start. A read that gets nothing within its poll timeout while no bootstrap server
+    accepts a connection (an outage) goes on from where it stopped, with a new consumer, until
+    ``settings.outageMs`` have passed since its first poll timeout began (also after the broker
+    is back: it may still be loading its partitions); then the
     :class:`~dstream_kafka.errors.FetchTimeoutError` fails the task.
     """
     _, topic, partition, from_offset, until_offset = descriptor
@@ -180,9 +181,11 @@ def read_range(
             from_offset = resume
         except FetchTimeoutError:
             if outage_ends is None:
+                if settings.outageMs <= settings.pollTimeoutMs or any_reachable(_servers(kafka_config)):
+                    raise  # no outage bound, or the broker is up and sends nothing
                 outage_ends = time.monotonic() + (settings.outageMs - settings.pollTimeoutMs) / 1000.0
-            if time.monotonic() >= outage_ends or any_reachable(_servers(kafka_config)):
-                raise  # out of the bound, or the broker is up and still sends nothing
+            if time.monotonic() >= outage_ends:
+                raise  # a broker back from the outage may still load its partitions until then
             log.warning("No Kafka broker at %s accepts a connection; reading %s-%d from offset %d "
                         "again, for up to %.0f s more (the stream's outage bound: "
                         "spark.streaming.kafka.maxRetries, lookupTimeout, retryBackoff)",
