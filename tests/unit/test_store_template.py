@@ -275,3 +275,29 @@ def test_close_waits_for_a_write_in_progress_and_a_write_never_waits_for_another
     closer.join(30)
     writer.join(30)
     assert not closer.is_alive() and [c[2] for c in store.calls] == [2, 1]
+
+
+def test_after_a_failed_copy_the_mirror_does_not_hold_the_consumer_while_no_broker_accepts_a_connection(
+        monkeypatch):
+    import socket
+
+    import dstream_kafka.stores.mirror as mirror_module
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    class DownConsumer:
+        config = {"group_id": "g", "bootstrap_servers": f"127.0.0.1:{port}"}
+        commits = 0
+
+        def commit(self, offsets: Any, timeout_ms: int) -> None:
+            DownConsumer.commits += 1
+            raise RuntimeError("broker down")  # after kafka-python's whole timeout
+
+    monkeypatch.setattr(mirror_module, "_listed", lambda consumer, tp: True)
+    mirror = KafkaGroupMirror(None)
+    mirror.bind_consumer(DownConsumer())
+    mirror.commit("g", {TopicPartition("t", 0): 5})
+    mirror.commit("g", {TopicPartition("t", 0): 6})
+    assert DownConsumer.commits == 1  # the second copy is skipped without asking the consumer
