@@ -21,8 +21,7 @@ from typing import Any, Iterable, Iterator, Mapping, Pattern, Sequence
 from kafka import ConsumerRebalanceListener
 
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError, UnknownTopicPartitionError
-from dstream_kafka.kafka_params import stream_driver_config
-from dstream_kafka.security_params import check_credentials
+from dstream_kafka.kafka_params import bootstrap_errors, stream_driver_config
 from dstream_kafka.offsets import TopicPartition, as_topic_partition
 
 __all__ = ["ConsumerStrategy", "ConsumerStrategies", "Subscribe", "SubscribePattern", "Assign",
@@ -41,6 +40,18 @@ CLOSE_TIMEOUT_MS = 5_000
 # override it) and stays Spark's.
 _assignment_timeout_s: contextvars.ContextVar[float] = contextvars.ContextVar(
     "assignment_timeout_s", default=ASSIGNMENT_TIMEOUT_S)
+
+
+#: (bootstrap.servers, group.id) -> session.timeout.ms of a member of this process that could
+#: not leave the group (its stream closed while no broker was reachable).
+_stranded_members: dict[tuple[str, str], int] = {}
+
+
+def note_stranded_member(servers: str, group: str, session_timeout_ms: int) -> None:
+    """Remember that a consumer of ``group`` closed without reaching a broker: its LeaveGroup
+    was never sent, so the group keeps it until its session expires, counted from when the
+    coordinator is back, and a new member's join waits for that (the start then says so)."""
+    _stranded_members[(servers, group)] = session_timeout_ms
 
 
 @contextlib.contextmanager
@@ -179,8 +190,10 @@ class _BaseStrategy(ConsumerStrategy):
         from kafka import KafkaConsumer
 
         config = stream_driver_config(self.kafkaParams)
-        check_credentials(config)  # a refused SASL login fails now, not after the bootstrap bound
-        consumer = KafkaConsumer(**config)
+        # A refused SASL login fails at once, no broker within bootstrap.timeout.ms with
+        # BrokerTimeoutError naming the servers (not kafka-python's "Unable to bootstrap").
+        with bootstrap_errors(self.kafkaParams):
+            consumer = KafkaConsumer(**config)
         return consumer, _PauseOnAssign(consumer)
 
     def _subscribed(self, currentOffsets: Mapping[TopicPartition, int], **subscription: Any) -> Any:
@@ -234,14 +247,25 @@ class _BaseStrategy(ConsumerStrategy):
             if records:  # pragma: no cover - the listener pauses first; be paranoid anyway
                 seek_back(consumer, records)
             if not checked and time.monotonic() - started > 1.0:
-                # Not assigned within a second: say so once if the reason is a missing topic.
+                # Not assigned within a second: say so once if the reason is a missing topic,
+                # or a member of an earlier stream that could not leave the group.
                 checked = True
-                if self._existing_topics() == []:
+                stranded_ms = _stranded_members.get((str(self._servers()), str(group)))
+                if stranded_ms is not None:
+                    logger.warning(
+                        "Group %s may still list the member of an earlier stream of this process that "
+                        "stopped while no broker at %s was reachable, so it could not leave the group; "
+                        "Kafka assigns partitions to this stream once that member's session expires "
+                        "(session.timeout.ms=%d, counted from the broker's return). Waiting up to %.0f s "
+                        "(spark.streaming.kafka.assignmentTimeout)", group, self._servers(), stranded_ms,
+                        timeout_s)
+                elif self._existing_topics() == []:
                     logger.warning("%s: no topic it reads exists yet in the cluster at %s; waiting "
                                    "up to %.0f s (spark.streaming.kafka.assignmentTimeout) for one",
                                    self.describe(), self._servers(), timeout_s)
             if time.monotonic() > deadline:
                 self._no_assignment(timeout_s, group)
+        _stranded_members.pop((str(self._servers()), str(group)), None)  # the group took us
 
     def _servers(self) -> Any:
         return self.kafkaParams.get("bootstrap.servers") or self.kafkaParams.get("bootstrap_servers")

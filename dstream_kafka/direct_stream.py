@@ -34,6 +34,7 @@ from dstream_kafka.consumer_strategy import (
     ConsumerStrategy,
     assignment_timeout,
     discover_partitions,
+    note_stranded_member,
     seek_back,
 )
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
@@ -159,6 +160,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                                              fail_on_data_loss=self.failOnDataLoss,
                                              start_options=start_options)
         self._bounded: BoundedRun | None = None  # with an ending option, from the start on
+        self._store_epoch: int | None = None  # the offset store's epoch when this run started
+        self._stopping = threading.Event()  # set when the context's stop begins
 
     @property
     def name(self) -> str:
@@ -198,7 +201,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         deadline = time.monotonic() + REJOIN_TIMEOUT_S
         while True:
             _kafka_internals.keep_rejoin_wanted(consumer)
-            if not _kafka_internals.needs_rejoin(consumer) or time.monotonic() >= deadline:
+            if (not _kafka_internals.needs_rejoin(consumer) or time.monotonic() >= deadline
+                    or self._stopping.is_set()):
                 break
             records = {**records, **consumer.poll(timeout_ms=100)}
         if records:
@@ -218,6 +222,10 @@ class DirectKafkaInputDStream(InputDStream[Any]):
 
             self.offsetStore = CheckpointOffsetStore(f"{layout.root.rstrip('/')}/sources/{self.id}",
                                                      spark_context=self._sc)
+        if self.offsetStore is not None:
+            # Every write of this run carries it: after stop() closed the store, a batch the
+            # stop abandoned (still in its output) is refused instead of committing.
+            self._store_epoch = self.offsetStore.epoch
         self._progress.start(self._conf.conf, str(self), f"{self._store_group}/{self.id}", self.id,
                              store=self.offsetStore, group=self._store_group)
         self._positions.on_data_loss = lambda: count_data_loss(self.id)
@@ -255,7 +263,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
     def _latest(self, parts: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         servers = self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", "bootstrap.servers")
         return latest_offsets(self._driver(), parts, self._max_retries, self._retry_backoff_ms,
-                              self._lookup_timeout_ms, str(servers), self._vanished)
+                              self._lookup_timeout_ms, str(servers), self._vanished,
+                              stopping=self._stopping)
 
     def _vanished(self, parts: Sequence[TopicPartition]) -> set[TopicPartition]:
         """Those of ``parts`` that were deleted; none while no bootstrap server accepts a
@@ -291,7 +300,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
             ranges = self._positions.ranges_to(until)
             store_time = self._store_times.get(batch_time, batch_time)
             if self.offsetStore is not None:
-                self.offsetStore.plan(self._store_group, store_time, ranges)
+                self.offsetStore.plan(self._store_group, store_time, ranges, epoch=self._store_epoch)
             rdd = self._make_rdd(ranges)
             self._rdds[batch_time] = rdd
             behind = {tp: max(latest.get(tp, until[tp]) - until[tp], 0) for tp in until}
@@ -335,7 +344,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         started = time.perf_counter()
         store = self.offsetStore
         if store is not None and not store.committed_in(self._store_group, store_time):
-            store.commit(self._store_group, store_time, ranges)
+            store.commit(self._store_group, store_time, ranges, epoch=self._store_epoch)
         self._record_read_losses(self._rdds.pop(batch_time, None), store_time)
         self._commits.send(self._commit_async)
         commit_ms = (time.perf_counter() - started) * 1000.0
@@ -363,7 +372,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
             count_data_loss(self.id)
             if self.offsetStore is not None:
                 self.offsetStore.record_data_loss(self._store_group, lost.topicPartition(),
-                                                  lost.fromOffset, lost.untilOffset, store_time)
+                                                  lost.fromOffset, lost.untilOffset, store_time,
+                                                  epoch=self._store_epoch)
 
     def on_batch_failed(self, batch_time: int, error: BaseException) -> None:
         # Nothing is committed for a failed batch; the next start re-reads it.
@@ -403,6 +413,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         or epoch milliseconds. On normal exit the batch's offsets are committed in the same
         database transaction as everything written through the returned object; an exception
         rolls both back. Needs a transactional store (``OffsetStores.sqlite``/``postgres``).
+        Once the stream was stopped, its batches' transactions are refused
+        (:class:`~dstream_kafka.errors.OffsetFencedError`) and roll back.
 
         Examples
         --------
@@ -427,7 +439,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         # transactional stores are TransactionalOffsetStore's (the flag is its contract)
         transactional = cast("TransactionalOffsetStore", store)
         return transactional.transaction(self._store_group, self._store_times.get(ms, ms),
-                                         self._batches[ms][0])
+                                         self._batches[ms][0], epoch=self._store_epoch)
 
     def commitAsync(self, offsetRanges: Sequence[OffsetRange], callback: CommitCallback | None = None) -> None:
         """Queue offsets to commit to the user's ``group.id``; thread-safe, never blocks.
@@ -463,20 +475,37 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         if self.offsetStore is None and data:
             self.currentOffsets = {TopicPartition(t, p): int(o) for t, p, o in data.get("currentOffsets", [])}
 
+    def on_stop_requested(self) -> None:
+        # A planning thread waiting for an unanswered broker gives up now, so the stop (and the
+        # consumer close, which needs the planner's lock) keeps its bound.
+        self._stopping.set()
+
     def stop(self) -> None:
+        self._stopping.set()
+        if self.offsetStore is not None:
+            # First: from here on no batch of this run writes to the store (a batch the stop
+            # abandoned is refused and rolled back; see OffsetStore.epoch).
+            self.offsetStore.close()
         if self.rateController is not None:
             self.rateController.stop(wait=False)
         # Commits sent for finished batches complete before the consumer goes (Kafka's close
-        # waits for in-flight async commits too), and their callbacks run.
-        self._commits.deliver(wait_s=COMMIT_WAIT_ON_STOP_S)
+        # waits for in-flight async commits too), and their callbacks run; with no broker to
+        # answer them the stop does not wait (its bound holds), they fail with the consumer.
+        servers = str(self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", ""))
+        answerable = not self._commits.in_flight() or any_reachable(servers)
+        self._commits.deliver(wait_s=COMMIT_WAIT_ON_STOP_S if answerable else 0.0)
         self._close_consumer()
-        if self.offsetStore is not None:
-            self.offsetStore.close()
 
     def _close_consumer(self) -> None:
-        """Close the driver consumer, which leaves the group at once (no session timeout wait)."""
+        """Close the driver consumer, which leaves the group at once (no session timeout wait);
+        with no broker reachable it cannot, and the next start of the group says why it waits."""
         with self._consumer_lock:
             if self._consumer is not None:
+                servers = str(self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", ""))
+                if (self._group_id is not None and not isinstance(self.consumerStrategy, Assign)
+                        and not any_reachable(servers)):
+                    session_ms = int(getattr(self._consumer, "config", {}).get("session_timeout_ms", 45000))
+                    note_stranded_member(servers, self._group_id, session_ms)
                 try:
                     self._consumer.close(autocommit=False)
                 finally:

@@ -17,6 +17,7 @@ import collections
 import itertools
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Callable, NamedTuple, cast
@@ -33,8 +34,9 @@ from dstream_kafka._spark_internals import (
 from dstream_kafka.backends import CONFLUENT, DEFAULT_BACKEND, check_backend
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.consumer_cache import CacheKey, CacheSettings, acquire, cache_size, pre_position
-from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.errors import ConfigurationError, FetchTimeoutError
 from dstream_kafka.internal_consumer import RecordsDeletedError, counters_snapshot
+from dstream_kafka.latest_offsets import any_reachable
 from dstream_kafka.kafka_params import params_fingerprint
 from dstream_kafka.metrics import cache_accumulator, report_cache_counters
 from dstream_kafka.offsets import OffsetRange, TopicPartition
@@ -74,6 +76,11 @@ class ReadSettings(NamedTuple):
     failOnDataLoss : bool
         False: records deleted after the range was planned are skipped and reported to the
         driver (:meth:`KafkaRDD.lostOffsetRanges`) instead of failing the task.
+    outageMs : int
+        How long a stream's read waits in all for a broker that accepts no connection before
+        it fails: the planning side's bound, ``(spark.streaming.kafka.maxRetries + 1) x
+        lookupTimeout + maxRetries x retryBackoff`` (0: fail after one poll timeout, as a
+        ``createRDD`` read does).
     prePosition : bool
         After each task, move the worker's idle cached consumers of the RDD's other partitions
         to where their next read starts (:func:`~dstream_kafka.consumer_cache.pre_position`):
@@ -90,6 +97,7 @@ class ReadSettings(NamedTuple):
     backend: str = DEFAULT_BACKEND
     failOnDataLoss: bool = True
     prePosition: bool = False
+    outageMs: int = 0
 
 
 def read_settings(
@@ -136,6 +144,8 @@ def read_settings(
         backend=backend,
         # kafka-python fetches only inside a read: moving its consumers ahead saves nothing.
         prePosition=stream and backend == CONFLUENT and conf.consumer_cache_pre_position,
+        outageMs=((conf.max_retries + 1) * conf.lookup_timeout_ms
+                  + conf.max_retries * conf.retry_backoff_ms) if stream else 0,
     )
 
 
@@ -149,13 +159,19 @@ def read_range(
     fails or is abandoned; after a failure it is discarded rather than cached. With
     ``settings.failOnDataLoss`` false, records deleted from Kafka after planning are skipped:
     ``on_lost((topic, partition, from, until))`` gets each lost range and reading goes on at
-    the log start.
+    the log start. A read that gets nothing within its poll timeout while no bootstrap server
+    accepts a connection (an outage) goes on from where it stopped, with a new consumer, until
+    ``settings.outageMs`` have passed since its first poll timeout began (also after the broker
+    is back: it may still be loading its partitions); then the
+    :class:`~dstream_kafka.errors.FetchTimeoutError` fails the task.
     """
     _, topic, partition, from_offset, until_offset = descriptor
+    outage_ends: float | None = None
     while from_offset < until_offset:
+        reached = [from_offset]
         try:
             yield from _read_plain(topic, partition, from_offset, until_offset, kafka_config,
-                                   settings)
+                                   settings, reached)
             return
         except RecordsDeletedError as lost:
             if settings.failOnDataLoss or on_lost is None:
@@ -163,10 +179,28 @@ def read_range(
             resume = max(from_offset, min(lost.earliest, until_offset))
             on_lost((topic, partition, lost.offset, resume))
             from_offset = resume
+        except FetchTimeoutError:
+            if outage_ends is None:
+                if settings.outageMs <= settings.pollTimeoutMs or any_reachable(_servers(kafka_config)):
+                    raise  # no outage bound, or the broker is up and sends nothing
+                outage_ends = time.monotonic() + (settings.outageMs - settings.pollTimeoutMs) / 1000.0
+            if time.monotonic() >= outage_ends:
+                raise  # a broker back from the outage may still load its partitions until then
+            log.warning("No Kafka broker at %s accepts a connection; reading %s-%d from offset %d "
+                        "again, for up to %.0f s more (the stream's outage bound: "
+                        "spark.streaming.kafka.maxRetries, lookupTimeout, retryBackoff)",
+                        _servers(kafka_config), topic, partition, reached[0],
+                        outage_ends - time.monotonic())
+            from_offset = reached[0]
+
+
+def _servers(kafka_config: Mapping[str, Any]) -> str:
+    servers = kafka_config.get("bootstrap_servers") or kafka_config.get("bootstrap.servers") or ""
+    return servers if isinstance(servers, str) else ",".join(map(str, servers))
 
 
 def _read_plain(topic: str, partition: int, from_offset: int, until_offset: int,
-                kafka_config: Mapping[str, Any], settings: ReadSettings
+                kafka_config: Mapping[str, Any], settings: ReadSettings, reached: list[int]
                 ) -> Generator[ConsumerRecord, None, None]:
     handle = acquire(
         CacheKey(settings.groupId, topic, partition),
@@ -177,9 +211,13 @@ def _read_plain(topic: str, partition: int, from_offset: int, until_offset: int,
         backend=settings.backend,
     )
     with handle:
-        yield from handle.internal.iter_range(
-            from_offset, until_offset, settings.pollTimeoutMs, settings.strict
-        )
+        try:
+            yield from handle.internal.iter_range(
+                from_offset, until_offset, settings.pollTimeoutMs, settings.strict
+            )
+        except FetchTimeoutError:
+            reached[0] = max(from_offset, handle.internal.next_offset)  # handed out before it
+            raise
 
 
 class _ChainedReaders(itertools.chain[ConsumerRecord]):

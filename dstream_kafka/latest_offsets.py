@@ -10,14 +10,16 @@ a broker outage, because no retry brings it back.
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
-from dstream_kafka.errors import BrokerTimeoutError
+from dstream_kafka.errors import BrokerTimeoutError, StreamingStateError
 from dstream_kafka.offsets import TopicPartition
 
-__all__ = ["LOOKUP_TIMEOUT_MS", "REACHABLE_TIMEOUT_S", "REFRESH_LEADER_BACKOFF_MS",
+__all__ = ["LOOKUP_TIMEOUT_MS", "REACHABLE_TIMEOUT_S", "REFRESH_LEADER_BACKOFF_MS", "STOP_CHECK_MS",
+           "MAX_SLICE_MS",
            "PartitionsGone", "any_reachable", "describe_parts", "latest_offsets"]
 
 logger = logging.getLogger(__name__)
@@ -45,7 +47,8 @@ def latest_offsets(consumer: Any, parts: Sequence[TopicPartition], retries: int,
                    timeout_ms: int = LOOKUP_TIMEOUT_MS,
                    servers: str = "bootstrap.servers",
                    find_vanished: Callable[[Sequence[TopicPartition]], set[TopicPartition]]
-                   | None = None) -> dict[TopicPartition, int]:
+                   | None = None,
+                   stopping: threading.Event | None = None) -> dict[TopicPartition, int]:
     """Return the log end offset of each of ``parts``, trying ``retries`` more times on error.
 
     As Spark's 0-8 ``latestLeaderOffsets``: a failed look-up is logged and tried again after
@@ -54,6 +57,10 @@ def latest_offsets(consumer: Any, parts: Sequence[TopicPartition], retries: int,
     within that time is ridden out. After a failed try, ``find_vanished(parts)`` (when given)
     tells whether partitions were deleted, which no retry would fix.
 
+    Once ``stopping`` is set (the stream's stop began), a look-up that is not answered is
+    abandoned within :data:`MAX_SLICE_MS`: a try waits in slices (:data:`STOP_CHECK_MS`,
+    doubling up to that) and checks ``stopping`` between them and before a retry.
+
     Raises
     ------
     BrokerTimeoutError
@@ -61,6 +68,8 @@ def latest_offsets(consumer: Any, parts: Sequence[TopicPartition], retries: int,
         try's error is its cause.
     PartitionsGone
         When a failed try is explained by partitions that no longer exist (deleted topic).
+    StreamingStateError
+        When ``stopping`` was set while the broker did not answer.
     """
     from kafka import TopicPartition as KafkaTopicPartition
     from kafka.errors import KafkaError
@@ -69,7 +78,7 @@ def latest_offsets(consumer: Any, parts: Sequence[TopicPartition], retries: int,
     tries_left = retries
     while True:
         try:
-            ends = consumer.end_offsets(ktps, timeout_ms=timeout_ms)
+            ends = _one_try(consumer, ktps, timeout_ms, stopping, parts)
             return {TopicPartition(tp.topic, tp.partition): int(off) for tp, off in ends.items()}
         except (KafkaError, KeyError) as exc:
             # kafka-python's end_offsets raises KeyError(partition) when a partition's topic
@@ -91,7 +100,49 @@ def latest_offsets(consumer: Any, parts: Sequence[TopicPartition], retries: int,
             tries_left -= 1
             logger.error("Latest offsets look-up failed (%s); trying again in %d ms", exc,
                          backoff_ms)
-            time.sleep(backoff_ms / 1000.0)
+            if stopping is None:
+                time.sleep(backoff_ms / 1000.0)
+            elif stopping.wait(backoff_ms / 1000.0):
+                raise _abandoned(parts) from exc
+
+
+#: The first slice of a try: how long a look-up goes on unanswered once the stream's stop began.
+STOP_CHECK_MS = 1_000
+
+#: The longest slice (slices double after each unanswered one): a stop waits at most this long.
+MAX_SLICE_MS = 4_000
+
+
+def _one_try(consumer: Any, ktps: list[Any], timeout_ms: int, stopping: threading.Event | None,
+             parts: Sequence[TopicPartition]) -> Mapping[Any, int]:
+    """One try of up to ``timeout_ms``; in slices of :data:`STOP_CHECK_MS` when ``stopping``
+    is given, so a stop abandons it (the slices ask again; an answer ends the try at once)."""
+    from kafka.errors import KafkaTimeoutError
+
+    if stopping is None:
+        return cast("Mapping[Any, int]", consumer.end_offsets(ktps, timeout_ms=timeout_ms))
+    deadline = time.monotonic() + timeout_ms / 1000.0
+    slice_ms = STOP_CHECK_MS
+    while True:
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        try:
+            return cast("Mapping[Any, int]",
+                        consumer.end_offsets(ktps, timeout_ms=max(1, min(left_ms, slice_ms))))
+        except KafkaTimeoutError as exc:
+            if stopping.is_set():
+                raise _abandoned(parts) from exc
+            if left_ms <= slice_ms:
+                raise
+            # A slice asks again (the late answer of the previous one is dropped): slices grow,
+            # so a broker that answers slowly is still heard.
+            slice_ms = min(2 * slice_ms, MAX_SLICE_MS)
+
+
+def _abandoned(parts: Sequence[TopicPartition]) -> StreamingStateError:
+    return StreamingStateError(
+        f"The stream stopped while Kafka did not answer the latest-offset look-up of "
+        f"{describe_parts(parts)}: the look-up was abandoned, so the batch was not planned and "
+        "nothing of it is committed")
 
 
 #: How long the check that a broker is up waits for a TCP connection to each bootstrap server.

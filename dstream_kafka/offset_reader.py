@@ -20,6 +20,7 @@ from dstream_kafka._kafka_internals import leader_host
 from dstream_kafka.errors import ConfigurationError, DStreamKafkaError, UnknownTopicPartitionError
 from dstream_kafka.kafka_params import driver_consumer_config, params_fingerprint
 from dstream_kafka.offsets import TopicPartition
+from dstream_kafka.param_checks import bootstrap_failure
 
 __all__ = ["KafkaOffsetReader", "close_offset_readers", "offset_reader"]
 
@@ -40,6 +41,8 @@ class KafkaOffsetReader:
     ------
     ConfigurationError
         If ``bootstrap.servers`` is missing or a parameter is invalid.
+    BrokerTimeoutError
+        If no bootstrap server answered within ``bootstrap.timeout.ms``.
     """
 
     def __init__(self, kafkaParams: Mapping[str, Any]) -> None:
@@ -52,7 +55,13 @@ class KafkaOffsetReader:
         from kafka import KafkaConsumer
 
         self._bootstrap = config["bootstrap_servers"]
-        self._consumer = KafkaConsumer(**config)
+        try:
+            self._consumer = KafkaConsumer(**config)
+        except Exception as exc:  # no broker within bootstrap.timeout.ms: say so, naming them
+            error = bootstrap_failure(config, exc)
+            if error is None:
+                raise
+            raise error from None
 
     def __enter__(self) -> KafkaOffsetReader:
         return self

@@ -29,7 +29,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -106,6 +106,11 @@ class OffsetStore(abc.ABC):
         # The audit of the reset being written (under self._lock), read by _admit_commit and
         # by each store's _commit, which keeps it with the commit record; None for a batch.
         self._reset_audit: ResetAudit | None = None
+        # The closed-store guard: close() moves the epoch on, and a write begun under an older
+        # epoch is refused, so a batch abandoned by a stream's stop never commits after it.
+        self._epoch = 0
+        self._writes = threading.Condition()
+        self._active: dict[int, int] = {}  # epoch -> writes of it in progress
 
     # -- contract ---------------------------------------------------------------------------
     def load(self, group_id: str, topics: Collection[str] | None = None) -> dict[TopicPartition, int]:
@@ -116,31 +121,39 @@ class OffsetStore(abc.ABC):
         stored = self._load(group_id, wanted)
         return {tp: o for tp, o in sorted(stored.items()) if wanted is None or tp.topic in wanted}
 
-    def plan(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange]) -> None:
+    def plan(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange], *,
+             epoch: int | None = None) -> None:
         """Record a batch's ranges before its jobs run (write-ahead). No-op unless the store
-        keeps a write-ahead log."""
+        keeps a write-ahead log. ``epoch``: see :attr:`epoch`."""
         group_id, t, planned, _ = self._check_batch_args(group_id, batch_time_ms, ranges)
-        self._plan(group_id, t, planned)
+        epoch = self._epoch if epoch is None else epoch
+        with self._open_since(epoch, f"Planning batch {t} of group {group_id!r}"):
+            self._plan(group_id, t, planned)
 
     def pending(self, group_id: str) -> PlannedBatch | None:
         """Return the oldest planned but uncommitted batch, or None (always None without a
         write-ahead log)."""
         return self._pending(self._check_group(group_id))
 
-    def commit(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange]) -> None:
+    def commit(self, group_id: str, batch_time_ms: int, ranges: Sequence[OffsetRange], *,
+               epoch: int | None = None) -> None:
         """Atomically store a batch's ``untilOffset`` per partition (see the module rules).
 
         ``batch_time_ms`` may be the ``datetime`` PySpark's ``foreachRDD`` gives; contiguous
-        ranges of one partition are stored as one range.
+        ranges of one partition are stored as one range. ``epoch``: see :attr:`epoch`.
 
         Raises
         ------
         OffsetFencedError
-            If a range does not start at its partition's stored offset, or another batch
-            already committed at ``batch_time_ms``. Nothing is stored.
+            If a range does not start at its partition's stored offset, another batch
+            already committed at ``batch_time_ms``, or the store was closed since ``epoch``.
+            Nothing is stored.
         """
         group_id, t, _, merged = self._check_batch_args(group_id, batch_time_ms, ranges)
-        if self._commit(group_id, t, merged):
+        epoch = self._epoch if epoch is None else epoch
+        with self._open_since(epoch, f"Commit of batch {t} of group {group_id!r}"):
+            changed = self._commit(group_id, t, merged)
+        if changed:
             self._mirror_commit(group_id, merged)
 
     def reset(self, group_id: str, offsets: Mapping[TopicPartition, int], *,
@@ -208,13 +221,15 @@ class OffsetStore(abc.ABC):
         return self._history(self._check_group(group_id), limit)
 
     def record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int, lost_until: int,
-                         batch_time_ms: int | None) -> None:
+                         batch_time_ms: int | None, *, epoch: int | None = None) -> None:
         """Durably record that ``[lost_from, lost_until)`` of ``tp`` was skipped; if the stored
         offset of ``tp`` is ``lost_from`` it moves to ``lost_until`` atomically with the record."""
         group_id = self._check_group(group_id)
         tp = as_topic_partition(tp)
         OffsetRange(tp.topic, tp.partition, lost_from, lost_until)  # validates the bounds
-        self._record_data_loss(group_id, tp, lost_from, lost_until, batch_time_ms)
+        epoch = self._epoch if epoch is None else epoch
+        with self._open_since(epoch, f"Recording a data loss of group {group_id!r}"):
+            self._record_data_loss(group_id, tp, lost_from, lost_until, batch_time_ms)
 
     def data_losses(self, group_id: str) -> list[DataLossRecord]:
         """Return every recorded data loss of the group, oldest first."""
@@ -225,8 +240,42 @@ class OffsetStore(abc.ABC):
         transaction), so the stream must not commit it again. False unless transactional."""
         return self._committed_in(self._check_group(group_id), batch_time_to_ms(batch_time_ms))
 
+    @property
+    def epoch(self) -> int:
+        """How many times the store was closed. A write given the ``epoch`` it began under (a
+        stream passes the one it started with) is refused once the store was closed since,
+        so a stopped stream's batch never commits after the stop; a write given none is
+        fenced from its own start. A write in progress delays :meth:`close` until it ends.
+        Reads and new writes reopen a closed store."""
+        return self._epoch
+
+    @contextlib.contextmanager
+    def _open_since(self, epoch: int, what: str) -> Iterator[None]:
+        """Run a write that :meth:`close` waits for; refuse it if the store closed since ``epoch``.
+
+        Writes share this section (no lock is held in it, so it orders no other lock)."""
+        with self._writes:
+            if epoch != self._epoch:
+                raise OffsetFencedError(
+                    f"{what} refused: the offset store was closed since the write began (the stream "
+                    "that planned the batch was stopped); nothing was stored. A stopped stream's "
+                    "batches never commit: the next start reads this batch again.")
+            self._active[epoch] = self._active.get(epoch, 0) + 1
+        try:
+            yield
+        finally:
+            with self._writes:
+                self._active[epoch] -= 1
+                self._writes.notify_all()
+
     def close(self) -> None:
-        """Release connections and clients. The store must not be used afterwards."""
+        """Release connections and clients; writes begun before are refused (see :attr:`epoch`).
+
+        Waits for a write in progress to end; a later call reopens the store."""
+        with self._writes:
+            closed, self._epoch = self._epoch, self._epoch + 1
+            self._writes.wait_for(lambda: not self._active.get(closed))
+            self._active.pop(closed, None)
         if self._mirror is not None:
             self._mirror.close()
 
@@ -406,8 +455,8 @@ class TransactionalOffsetStore(OffsetStore):
 
     transactional = True
 
-    def transaction(self, group_id: str, batch_time_ms: Any,
-                    ranges: Any) -> contextlib.AbstractContextManager[Transaction]:
+    def transaction(self, group_id: str, batch_time_ms: Any, ranges: Any, *,
+                    epoch: int | None = None) -> contextlib.AbstractContextManager[Transaction]:
         """Write results and the batch's offsets in one database transaction.
 
         The group's offsets are locked and the batch checked on entry, so a fenced batch fails
@@ -415,7 +464,10 @@ class TransactionalOffsetStore(OffsetStore):
         the transaction commits; any exception rolls back the results and the offsets and
         propagates. ``batch_time_ms`` may be the ``datetime`` PySpark's ``foreachRDD`` gives;
         ``ranges`` may be a KafkaRDD. If the batch was already committed (a re-run) the block
-        runs with ``tx.already_committed`` set and everything is rolled back on exit.
+        runs with ``tx.already_committed`` set and everything is rolled back on exit. If the
+        store was closed since ``epoch`` (default: since the call), the batch is refused with
+        :class:`~dstream_kafka.errors.OffsetFencedError` and everything is rolled back: a
+        stream's stop closes its store, so a batch it abandoned never commits afterwards.
 
         Examples
         --------
@@ -425,12 +477,14 @@ class TransactionalOffsetStore(OffsetStore):
         ...         tx.executemany('INSERT INTO "results" VALUES (?, ?)', rows)
         """
         group_id, t, given, merged = self._check_batch_args(group_id, batch_time_ms, ranges)
-        return self._transaction(group_id, t, given, merged)
+        return self._transaction(group_id, t, given, merged, self._epoch if epoch is None else epoch)
 
     @abc.abstractmethod
     def _transaction(self, group_id: str, batch_time_ms: int, given: tuple[OffsetRange, ...],
-                     merged: tuple[OffsetRange, ...]) -> contextlib.AbstractContextManager[Transaction]:
-        ...
+                     merged: tuple[OffsetRange, ...], epoch: int
+                     ) -> contextlib.AbstractContextManager[Transaction]:
+        """Run the block in one database transaction; its final write inside
+        ``self._open_since(epoch, ...)``."""
 
     @abc.abstractmethod
     def _committed_in(self, group_id: str, batch_time_ms: int) -> bool:

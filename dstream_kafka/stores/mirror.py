@@ -58,6 +58,7 @@ class KafkaGroupMirror:
 
     def __init__(self, target: MirrorTarget | None) -> None:
         self._last_warning = float("-inf")
+        self._failing = False  # the last mirror commit failed
         self._copied: dict[str, dict[TopicPartition, int]] = {}
         self._through_stream = target is None
         self._bound: Any = None
@@ -94,6 +95,10 @@ class KafkaGroupMirror:
                     return  # no stream bound (a command-line tool), or the stream uses another group
                 from kafka import TopicPartition as KafkaTopicPartition
 
+                if self._failing and not _reachable(consumer):
+                    # An outage: each try would hold the stream's consumer (and the batch, or a
+                    # graceful stop) for MIRROR_TIMEOUT_MS; the next batch's commit catches up.
+                    raise ConnectionError("no bootstrap server accepts a connection")
                 with self._bound_lock or contextlib.nullcontext():
                     # Only partitions the stream's metadata still lists: kafka-python retries a
                     # commit of a deleted topic's partition until the timeout, which every
@@ -110,7 +115,9 @@ class KafkaGroupMirror:
                     group, {tp: OffsetAndMetadata(o, MIRROR_METADATA, -1) for tp, o in offsets.items()},
                     MIRROR_TIMEOUT_MS)
             copied.update(offsets)
+            self._failing = False
         except Exception as exc:  # monitoring only: never fail the batch
+            self._failing = True
             # Only the exception type and Kafka's error text: never the params (they may hold
             # SASL/SSL passwords). At most one warning a minute, as this runs every batch.
             now = time.monotonic()
@@ -125,6 +132,14 @@ class KafkaGroupMirror:
         """Close the consumers the mirror opened (never a bound one)."""
         if self._committer is not None:
             self._committer.close()
+
+
+def _reachable(consumer: Any) -> bool:
+    """Whether a bootstrap server of ``consumer`` accepts a TCP connection (1 s at most)."""
+    from dstream_kafka.latest_offsets import any_reachable
+
+    servers = consumer.config.get("bootstrap_servers") or ""
+    return any_reachable(servers if isinstance(servers, str) else ",".join(map(str, servers)))
 
 
 def _listed(consumer: Any, tp: TopicPartition) -> bool:

@@ -46,6 +46,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
@@ -74,6 +75,9 @@ from dstream_kafka.stores.sql_dialects import (
 __all__ = ["PostgresOffsetStore", "SqlOffsetStore", "SqliteOffsetStore"]
 
 logger = logging.getLogger(__name__)
+
+#: How long close() waits for a store call in progress before it cancels the call's connection.
+CLOSE_WAIT_S = 1.0
 
 #: Batch commits a store remembers in process (committed_in asks only about the newest batches).
 REMEMBERED_COMMITS = 256
@@ -226,7 +230,14 @@ class SqlOffsetStore(TransactionalOffsetStore):
 
     # -- state and checks ---------------------------------------------------------------------
     def _state(self, cur: Any, group_id: str, lock: bool) -> tuple[dict[TopicPartition, int], int | None]:
-        """Return the stored offsets (validated against the history) and the newest commit id."""
+        """Return the stored offsets (validated against the history) and the newest commit id.
+
+        ``lock``: lock the group for this transaction first. ``FOR UPDATE`` locks only rows that
+        exist, so on PostgreSQL a transaction-scoped advisory lock on the group comes first: two
+        first commits of a group (no rows yet) cannot both read an empty table. SQLite's write
+        transaction (``BEGIN IMMEDIATE``) locks the whole database already."""
+        if lock and self._dialect.name == "postgres":
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.tables['offsets']}/{group_id}",))
         cur.execute(self._q('SELECT "topic", "partition", "until_offset" FROM {O} WHERE "group_id" = ? '
                             'ORDER BY "topic", "partition"' + ("{for_update}" if lock else "")), (group_id,))
         stored: dict[TopicPartition, int] = {}
@@ -344,8 +355,11 @@ class SqlOffsetStore(TransactionalOffsetStore):
 
     @contextlib.contextmanager
     def _transaction(self, group_id: str, t: int, given: tuple[OffsetRange, ...],
-                     merged: tuple[OffsetRange, ...]) -> Iterator[Transaction]:
+                     merged: tuple[OffsetRange, ...], epoch: int) -> Iterator[Transaction]:
+        what = f"Commit of batch {t} of group {group_id!r}"
         with self._lock:
+            with self._open_since(epoch, what):  # a stopped stream's batch fails before its block
+                pass
             with self._wrapped("opening a transaction"):
                 conn = self._connection()
                 self._dialect.begin(conn, write=True)
@@ -358,7 +372,8 @@ class SqlOffsetStore(TransactionalOffsetStore):
                     _rollback(conn)  # a re-run of a committed batch: drop its writes
                     self._remember_commit(group_id, t)
                     return
-                with self._wrapped("committing offsets"):
+                # close() waits for this step, or this step sees the close and rolls back.
+                with self._open_since(epoch, what), self._wrapped("committing offsets"):
                     self._apply(cur, group_id, t, merged, stored)
                     conn.commit()
                 self._remember_commit(group_id, t)
@@ -410,9 +425,31 @@ class SqlOffsetStore(TransactionalOffsetStore):
                                self._dialect.to_datetime(at)) for topic, p, a, b, t, at in rows]
 
     def close(self) -> None:
-        with self._lock:
-            self._drop_connection()
-            super().close()
+        super().close()  # first: a transaction still open (an abandoned batch) can no longer commit
+        if self._lock.acquire(timeout=CLOSE_WAIT_S):
+            try:
+                self._drop_connection()
+            finally:
+                self._lock.release()
+            return
+        # A transaction holds the lock for its whole block, which may be stuck in the user's code
+        # (a stopped stream's abandoned batch): cancel and close its connection, so the database
+        # rolls it back and releases its row locks now rather than when the block ends.
+        conn, self._conn = self._conn, None
+        # The block keeps the old lock until it ends; the store's next user (a new stream on this
+        # store object) must not wait for it.
+        self._lock = threading.RLock()
+        if conn is not None:
+            logger.warning("%r closed while a transaction was still open (a batch abandoned by the stop "
+                           "of its stream): it is rolled back and its offsets are not committed", self)
+            # psycopg2 cancels the running statement; sqlite3 interrupts it (both thread-safe).
+            cancel = getattr(conn, "cancel", None) or getattr(conn, "interrupt", None)
+            with contextlib.suppress(Exception):
+                if cancel is not None:
+                    cancel()
+            _rollback(conn)  # sqlite3 keeps the write lock of a closed connection with a live cursor
+            with contextlib.suppress(Exception):
+                conn.close()
 
 
 def _rollback(conn: Any) -> None:

@@ -393,6 +393,8 @@ class StreamingContext:
 
     def _shutdown(self, graceful: bool) -> None:
         assert self._scheduler is not None
+        for stream in self.graph.input_streams:  # a source waiting on a dead broker gives up
+            self._safe(stream.on_stop_requested, "on_stop_requested")
         self._scheduler.stop(graceful)
         last = self._last_input_data
         if (graceful and self._checkpointer is not None and self._error is None

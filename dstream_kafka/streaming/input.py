@@ -85,6 +85,10 @@ class InputDStream(DStream[T]):
     def stop(self) -> None:
         """Release resources; called once when the context stops."""
 
+    def on_stop_requested(self) -> None:
+        """Called when the context's stop begins, before it waits for the batch loop: a
+        source blocked in :meth:`compute` on an external system may give up then."""
+
     def compute(self, batch_time: int) -> RDD[T] | None:
         """Return the RDD of data for ``batch_time`` (epoch ms), or ``None`` for none.
 

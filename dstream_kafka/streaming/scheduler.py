@@ -168,6 +168,7 @@ class JobScheduler:
         self._jobs: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
         self._interrupt = threading.Event()
         self._abandoned = threading.Event()
+        self._stop_requested = threading.Event()
         self._scheduler_thread: threading.Thread | None = None
         self._job_threads: list[threading.Thread] = []
         self._concurrent_jobs = max(1, concurrent_jobs)
@@ -201,6 +202,7 @@ class JobScheduler:
         The wait is bounded (the graceful timeout plus :data:`STOP_WAIT_SECONDS`): a batch
         still running then is left to its daemon threads and never completed.
         """
+        self._stop_requested.set()
         self._events.put(("stop", graceful))
         if not graceful:
             self._interrupt.set()
@@ -270,7 +272,9 @@ class JobScheduler:
                 batch_time = self.next_batch_time  # the oldest due time: none is ever skipped
                 self.next_batch_time = batch_time + self._batch_ms
                 generated = self._generate(batch_time)
-                if generated is None and self._on_error is None:  # stop like a failed batch
+                if generated is None and self._stop_requested.is_set():
+                    ticking = False  # dropped at the stop: the queued batches still run if graceful
+                elif generated is None and self._on_error is None:  # stop like a failed batch
                     ticking = False
                     pending.clear()
                     self._interrupt.set()
@@ -307,6 +311,13 @@ class JobScheduler:
         try:
             jobs, input_infos = self._generate_fn(batch_time)
         except BaseException as error:
+            if self._stop_requested.is_set():
+                # The stop came while this batch was planned (a source gave up its wait at the
+                # stop): the batch is dropped, which fails nothing the user asked for.
+                log.warning("Batch %d ms was being planned when the stop came and is dropped: %s",
+                            batch_time, error)
+                self._safe_fail(batch_time, error)
+                return None
             log.error("Error generating jobs for time %d ms", batch_time, exc_info=error)
             self._safe_fail(batch_time, error)
             self._report(error)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import pickle
 import sqlite3
+import threading
 import traceback
 from typing import Any
 
@@ -163,14 +164,63 @@ def test_a_fence_at_commit_time_rolls_back_the_users_rows_too(db):
 
 # SQLite's BEGIN IMMEDIATE keeps other writers out for the whole block: PostgreSQL only.
 @pytest.mark.parametrize("db", ["postgres"], indirect=True)
-def test_a_concurrent_driver_inserting_a_new_partition_rolls_back_the_users_rows(db):
+@pytest.mark.parametrize("rival_partition", [3, 4], ids=["same-partition", "other-partition"])
+def test_a_first_commit_waits_for_the_groups_open_first_transaction_so_both_never_think_they_are_first(
+        db, rival_partition):
     store, rival = db.make(), db.make()
-    with pytest.raises(OffsetFencedError, match="partition 3"):
-        with store.transaction(G, 1_000, [r(3, 0, 5)]) as tx:
-            tx.execute(insert(db), ("doomed", 1))
-            rival.commit(G, 1_001, [r(3, 0, 4)])  # no row to lock yet: the rival wins the insert
+    outcome: list[BaseException | None] = []
+
+    def commit_rival() -> None:
+        try:
+            rival.commit(G, 1_001, [r(rival_partition, 0, 4)])
+            outcome.append(None)
+        except BaseException as error:
+            outcome.append(error)
+
+    thread = threading.Thread(target=commit_rival)
+    with store.transaction(G, 1_000, [r(3, 0, 5)]) as tx:
+        tx.execute(insert(db), ("kept", 1))
+        thread.start()
+        thread.join(1.0)
+        # The group has no rows to lock with FOR UPDATE yet; the group lock holds the rival.
+        assert thread.is_alive() and outcome == []
+    thread.join(60)
+    assert results(db) == [("kept", 1)]
+    if rival_partition == 3:  # it then reads the first commit and no longer continues it
+        assert isinstance(outcome[0], OffsetFencedError) and "stored offset 5" in str(outcome[0])
+        assert db.make().load(G) == {TopicPartition("events", 3): 5}
+    else:  # it then continues the first commit: its history row holds both partitions
+        assert outcome == [None]
+        assert db.make().load(G) == {TopicPartition("events", 3): 5, TopicPartition("events", 4): 4}
+
+
+def test_a_transaction_open_when_its_store_is_closed_rolls_back_and_the_store_reopens_afterwards(db):
+    store = db.make()
+    store.commit(G, 1_000, [r(0, 0, 10)])
+    with pytest.raises(OffsetFencedError, match="closed since the write began"):
+        with store.transaction(G, 2_000, [r(0, 10, 20)]) as tx:
+            tx.execute(insert(db), ("abandoned", 1))
+            closer = threading.Thread(target=store.close)  # as a stream's stop does
+            closer.start()
+            closer.join(30)
+            assert not closer.is_alive()  # close() never waits for the block to end
     assert results(db) == []
-    assert db.make().load(G) == {TopicPartition("events", 3): 4}
+    assert db.make().load(G) == {TopicPartition("events", 0): 10}
+    with store.transaction(G, 2_000, [r(0, 10, 20)]) as tx:  # a new run on the same store object
+        tx.execute(insert(db), ("again", 1))
+    assert results(db) == [("again", 1)]
+
+
+def test_a_write_given_the_epoch_of_a_run_before_the_stores_close_is_refused(db):
+    store = db.make()
+    epoch = store.epoch
+    store.close()
+    with pytest.raises(OffsetFencedError, match="closed since"):
+        store.commit(G, 1_000, [r(0, 0, 10)], epoch=epoch)
+    with pytest.raises(OffsetFencedError, match="closed since"):
+        with store.transaction(G, 1_000, [r(0, 0, 10)], epoch=epoch) as tx:
+            tx.execute(insert(db), ("never", 1))
+    assert results(db) == [] and db.make().load(G) == {}
 
 
 def test_re_running_a_committed_batch_writes_nothing_twice(db):
@@ -274,3 +324,63 @@ def test_the_postgres_password_never_reaches_errors_logs_or_repr(postgres, caplo
         assert password not in repr(good)
         good.close()
     assert password not in caplog.text
+
+
+@pytest.mark.parametrize("blocked", ["before-its-transaction", "inside-its-transaction"])
+def test_a_batch_blocked_in_its_output_past_the_stops_give_up_never_commits_and_the_next_stream_reads_it(
+        db, blocked, kafka, make_ssc, unique, monkeypatch):
+    from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies
+    from dstream_kafka.streaming import scheduler
+    from support import string_params, wait_until
+
+    monkeypatch.setattr(scheduler, "STOP_WAIT_SECONDS", 1.0)  # the stop gives up after 1 s + graceful
+    topic, group = unique("t"), unique("g")
+    kafka.create_topic(topic)
+    kafka.produce(topic, [f"v{i}" for i in range(30)])
+    store = db.make()  # one store object for both runs, as a program restarting its stream
+    entered, release = threading.Event(), threading.Event()
+    outcomes: list[BaseException | None] = []
+
+    def start(block: bool) -> Any:
+        ssc = make_ssc(0.5)
+        ssc.graceful_stop_timeout = 0.5
+        params = string_params(kafka, group, **{"auto.offset.reset": "earliest"})
+        stream = KafkaUtils.createDirectStream(ssc, LocationStrategies.PreferConsistent,
+                                               ConsumerStrategies.Subscribe([topic], params), offsetStore=store)
+
+        def save(time: Any, rdd: Any) -> None:
+            rows = rdd.map(lambda record: (record.value, record.offset)).collect()
+            if not rows:
+                return
+            try:
+                if block and blocked == "before-its-transaction":
+                    entered.set()
+                    release.wait(120)
+                with stream.transaction(time) as tx:
+                    tx.executemany(insert(db), rows)
+                    if block and blocked == "inside-its-transaction":
+                        entered.set()
+                        release.wait(120)
+                outcomes.append(None)
+            except BaseException as error:
+                outcomes.append(error)
+                raise
+
+        stream.foreachRDD(save)
+        ssc.start()
+        return ssc
+
+    first = start(block=True)
+    wait_until(entered.is_set, "the first batch's output")
+    first.stop(stopSparkContext=False, stopGraceFully=True)  # gives up on the blocked batch
+    release.set()
+    wait_until(lambda: len(outcomes) == 1, "the abandoned batch's end")
+    assert isinstance(outcomes[0], OffsetFencedError), outcomes[0]
+    assert results(db) == [] and db.make().load(G) == {} and db.make().load(group) == {}
+
+    second = start(block=False)
+    wait_until(lambda: len(results(db)) >= 30, "the next stream's commit of the 30 records")
+    second.stop(stopSparkContext=False, stopGraceFully=True)
+    assert results(db) == sorted((f"v{i}", i) for i in range(30))
+    assert all(outcome is None for outcome in outcomes[1:]), outcomes
+    assert db.make().load(group) == {TopicPartition(topic, 0): 30}

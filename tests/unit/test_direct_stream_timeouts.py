@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -162,3 +164,39 @@ def test_a_bad_default_api_timeout_ms_is_refused_naming_the_key(value: object) -
         ["t"], {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "default.api.timeout.ms": value})
     with pytest.raises(ConfigurationError, match="default.api.timeout.ms must be a whole number"):
         PartitionPositions(strategy, group_id="g", store_group="g", fail_on_data_loss=True)
+
+
+class _DeadBroker:
+    """end_offsets as kafka-python's against a dead broker: waits its timeout, then times out."""
+
+    def __init__(self) -> None:
+        self.timeouts: list[int] = []
+
+    def end_offsets(self, partitions: Any, timeout_ms: int) -> Any:
+        from kafka.errors import KafkaTimeoutError
+
+        self.timeouts.append(timeout_ms)
+        time.sleep(timeout_ms / 1000.0)
+        raise KafkaTimeoutError(f"no answer in {timeout_ms} ms")
+
+
+def test_a_stop_abandons_an_unanswered_look_up_within_one_slice() -> None:
+    from dstream_kafka.errors import StreamingStateError
+    from dstream_kafka.latest_offsets import MAX_SLICE_MS
+
+    stopping = threading.Event()
+    started = time.monotonic()
+    threading.Timer(3.5, stopping.set).start()  # in the third slice (1 s, 2 s, then 4 s)
+    with pytest.raises(StreamingStateError, match="look-up was abandoned"):
+        latest_offsets(_DeadBroker(), [TopicPartition("t", 0)], retries=1, timeout_ms=30_000,
+                       stopping=stopping)
+    assert time.monotonic() - started < 3.5 + MAX_SLICE_MS / 1000.0
+
+
+def test_without_a_stop_a_sliced_try_still_waits_the_whole_lookup_timeout_in_growing_slices() -> None:
+    consumer = _DeadBroker()
+    with pytest.raises(BrokerTimeoutError):
+        latest_offsets(consumer, [TopicPartition("t", 0)], retries=0, timeout_ms=2_500,
+                       stopping=threading.Event())
+    assert consumer.timeouts == [1_000, 1_500] or (  # 1 s, then the rest of the 2.5 s try
+        sum(consumer.timeouts) >= 2_400 and consumer.timeouts[0] == 1_000)

@@ -73,7 +73,7 @@ class MemoryStore(OffsetStore):
 class MemoryTransactions(MemoryStore, TransactionalOffsetStore):
     @contextlib.contextmanager
     def _transaction(self, group_id: str, batch_time_ms: int, given: tuple[OffsetRange, ...],
-                     merged: tuple[OffsetRange, ...]) -> Iterator[Transaction]:
+                     merged: tuple[OffsetRange, ...], epoch: int) -> Iterator[Transaction]:
         self.calls.append(("transaction", group_id, batch_time_ms, given, merged))
         yield Transaction(None, group_id, batch_time_ms, given)
 
@@ -234,3 +234,70 @@ def test_a_failing_mirror_warns_at_most_once_a_minute(caplog):
     assert [rec.levelno for rec in caplog.records] == [logging.WARNING, logging.DEBUG]
     assert "RuntimeError: unreachable" in caplog.records[0].getMessage()
     mirror.close()
+
+
+def test_a_write_begun_before_the_stores_close_is_refused_and_a_new_one_reopens_it():
+    store = MemoryStore()
+    run = store.epoch
+    store.close()  # a stream's stop
+    for write in (lambda: store.commit("g", 1, [r(0, 0, 1)], epoch=run),
+                  lambda: store.plan("g", 1, [r(0, 0, 1)], epoch=run),
+                  lambda: store.record_data_loss("g", TopicPartition("t", 0), 0, 1, 1, epoch=run)):
+        with pytest.raises(OffsetFencedError, match="closed since the write began"):
+            write()
+    assert store.calls == []  # no hook ran
+    store.commit("g", 1, [r(0, 0, 1)], epoch=store.epoch)  # the next run's writes go through
+    assert store.calls == [("commit", "g", 1, (r(0, 0, 1),))]
+
+
+def test_close_waits_for_a_write_in_progress_and_a_write_never_waits_for_another() -> None:
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+
+    class SlowStore(MemoryStore):
+        def _commit(self, group_id: str, batch_time_ms: int, merged: tuple[OffsetRange, ...]) -> bool:
+            if batch_time_ms == 1:
+                entered.set()
+                release.wait(30)
+            return super()._commit(group_id, batch_time_ms, merged)
+
+    store = SlowStore()
+    writer = threading.Thread(target=store.commit, args=("g", 1, [r(0, 0, 1)]))
+    writer.start()
+    assert entered.wait(30)
+    store.commit("g", 2, [r(1, 0, 1)])  # a second write goes through beside the first
+    closer = threading.Thread(target=store.close)
+    closer.start()
+    closer.join(0.3)
+    assert closer.is_alive()  # the write began before the close: close waits for it
+    release.set()
+    closer.join(30)
+    writer.join(30)
+    assert not closer.is_alive() and [c[2] for c in store.calls] == [2, 1]
+
+
+def test_after_a_failed_copy_the_mirror_does_not_hold_the_consumer_while_no_broker_accepts_a_connection(
+        monkeypatch):
+    import socket
+
+    import dstream_kafka.stores.mirror as mirror_module
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    class DownConsumer:
+        config = {"group_id": "g", "bootstrap_servers": f"127.0.0.1:{port}"}
+        commits = 0
+
+        def commit(self, offsets: Any, timeout_ms: int) -> None:
+            DownConsumer.commits += 1
+            raise RuntimeError("broker down")  # after kafka-python's whole timeout
+
+    monkeypatch.setattr(mirror_module, "_listed", lambda consumer, tp: True)
+    mirror = KafkaGroupMirror(None)
+    mirror.bind_consumer(DownConsumer())
+    mirror.commit("g", {TopicPartition("t", 0): 5})
+    mirror.commit("g", {TopicPartition("t", 0): 6})
+    assert DownConsumer.commits == 1  # the second copy is skipped without asking the consumer
