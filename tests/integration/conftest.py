@@ -2,7 +2,8 @@
 
 Shared fixtures: ``contexts`` (StreamingContexts stopped after the test), ``make_ssc`` (a
 factory for them), ``ssc`` (one context of 0.1 s batches; with a checkpoint folder when the
-test carries the ``checkpointed`` mark) and ``spark_conf`` (sets SparkConf keys for one test). Shared helpers live in ``support.py``.
+test carries the ``checkpointed`` mark), ``spark_conf`` (sets SparkConf keys for one test) and
+``own_kafka`` (a one-broker cluster a test may kill). Shared helpers live in ``support.py``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
 
     from pyspark import SparkContext
 
+    from dstream_kafka.services.kafka import KafkaCluster
     from dstream_kafka.streaming import StreamingContext
 
 BATCH = 0.1  # seconds, the ssc fixture's batch interval
@@ -111,3 +113,16 @@ def spark_conf(sc: SparkContext) -> Iterator[Callable[[str, str], None]]:
             conf._jconf.remove(key)
         else:
             conf.set(key, old)
+
+
+@pytest.fixture
+def own_kafka(tmp_path: Path) -> Iterator[KafkaCluster]:
+    """A one-broker cluster of this test's own, so killing it disturbs no other test."""
+    from dstream_kafka.services.kafka import KafkaCluster
+
+    cluster = KafkaCluster(brokers=1, data_dir=tmp_path / "kafka", heap="256m")
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

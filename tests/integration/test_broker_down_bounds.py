@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from support import wait_until
-from test_hardening_stream import own_kafka, spark_conf  # noqa: F401  (fixtures)
 
 from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetStores
 from dstream_kafka.offsets import TopicPartition

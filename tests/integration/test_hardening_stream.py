@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 from support import STRING_DESERIALIZER, poll_as_member, wait_until
@@ -304,19 +304,6 @@ def test_a_topic_deleted_under_a_stream_with_fail_on_data_loss_off_is_recorded_a
 
 
 # -- item 4: a broker restarted under a running stream -----------------------------------------
-@pytest.fixture
-def own_kafka(tmp_path: Any) -> Iterator[Any]:
-    """A one-broker cluster of this test's own, so killing it disturbs no other test."""
-    from dstream_kafka.services.kafka import KafkaCluster
-
-    cluster = KafkaCluster(brokers=1, data_dir=tmp_path / "kafka", heap="256m")
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
 def _restart(kafka: Any, down_s: float) -> None:
     """SIGKILL the broker, keep it down ``down_s`` seconds, start it again."""
     (node,) = kafka.node_ids
