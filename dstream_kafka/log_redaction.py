@@ -40,6 +40,11 @@ _SECRET_PAIR = re.compile(
 # Registered secret values, longest first: a secret that holds another is replaced whole.
 _secrets: tuple[str, ...] = ()
 
+#: Registered values shorter than this are not replaced inside free text: a one- or
+#: two-letter value (a test's "s", a placeholder) would match inside every word and leave no
+#: log line readable. Such values are still redacted by key, in JAAS text and in auth_bytes.
+MIN_FREE_TEXT_SECRET = 4
+
 
 def redact_text(text: str) -> str:
     """Return ``text`` with the value of every ``secret-key: value`` or ``secret-key=value``
@@ -53,7 +58,9 @@ def redact_text(text: str) -> str:
 
 def _forms(secret: str) -> set[str]:
     # As printed in a str, and inside the repr of bytes holding its UTF-8 encoding.
-    return {secret, repr(secret.encode())[2:-1]} - {""}
+    if len(secret) < MIN_FREE_TEXT_SECRET:
+        return set()
+    return {secret, repr(secret.encode())[2:-1]}
 
 
 class SecretRedactingFilter(logging.Filter):

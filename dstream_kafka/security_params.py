@@ -176,6 +176,7 @@ def security_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "sasl.jaas.config" in params:
         login = parse_jaas(params["sasl.jaas.config"])
+        protect_client_logs([login["password"]])  # the bare password is what requests carry
         out["sasl_plain_username"] = login["username"]
         out["sasl_plain_password"] = login["password"]
     for key in ("ssl.protocol", "ssl.enabled.protocols"):
