@@ -341,10 +341,10 @@ def _arm_claim_crash(store: Any, hook: CrashHook, counter: dict[str, int]) -> No
     committing = {"batch": 0}
     commit = store.commit
 
-    def commit_and_watch(group_id: str, batch_time_ms: int, ranges: Any) -> None:
+    def commit_and_watch(group_id: str, batch_time_ms: int, ranges: Any, **options: Any) -> None:
         committing["batch"] = counter["batches"] if any(r.count() for r in ranges) else 0
         try:
-            commit(group_id, batch_time_ms, ranges)
+            commit(group_id, batch_time_ms, ranges, **options)  # the stream passes its epoch
         finally:
             committing["batch"] = 0
 
