@@ -189,6 +189,9 @@ class TestBatchInfo:
         ssc.start()
         with pytest.raises(ValueError, match="boom"):
             ssc.awaitTerminationOrTimeout(TIMEOUT)
+        # A queue stream's failure is raised as soon as it is reported (Spark's rule), before
+        # the listener bus has necessarily delivered the batch's completion: wait for it.
+        wait_until(lambda: collector.ops_completed and collector.completed, "the batch's events")
         assert "ValueError: boom" in collector.ops_completed[0].failureReason()
         assert collector.completed[0].outputOperationInfos()[0].failureReason() is not None
 
