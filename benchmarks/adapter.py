@@ -6,7 +6,7 @@ Functions run in the contender's child process (see :mod:`benchmarks.runner`).
 
 Per-task work returns ``(records, checksum, pid, cache_stats, ...)`` so the driver learns, with no
 extra job, how many consumers each Python worker created and how often it seeked: the consumer
-cache counters (:func:`dstream_kafka.consumer_cache.stats`) live in each worker process.
+cache counters (:func:`dstream_kafka.read.consumer_cache.stats`) live in each worker process.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _cache_stats() -> dict[str, Any]:
     established TCP connection of a worker process is a Kafka client's.
     """
     try:
-        from dstream_kafka.consumer_cache import stats
+        from dstream_kafka.read.consumer_cache import stats
 
         out = stats()
     except Exception:  # an older or newer cache without stats(): report nothing, not fail
@@ -158,9 +158,9 @@ def create_direct_stream(ssc: Any, bootstrap: str, topic: str, ends: dict[int, i
                          group: str, offset_store: Any = None,
                          start: dict[int, int] | None = None) -> Any:
     """Create a direct stream over the partitions of ``ends``, starting at ``start`` (default 0)."""
-    from dstream_kafka.consumer_strategy import ConsumerStrategies
+    from dstream_kafka.plan.consumer_strategy import ConsumerStrategies
     from dstream_kafka.offsets import TopicPartition
-    from dstream_kafka.placement import LocationStrategies
+    from dstream_kafka.read.placement import LocationStrategies
 
     tps = [TopicPartition(topic, p) for p in sorted(ends)]
     strategy = ConsumerStrategies.Assign(tps, kafka_params(bootstrap, group),
@@ -170,7 +170,7 @@ def create_direct_stream(ssc: Any, bootstrap: str, topic: str, ends: dict[int, i
 
         create = KafkaUtils.createDirectStream
     except AttributeError:  # streaming work not wired into KafkaUtils yet
-        from dstream_kafka.direct_stream import DirectKafkaInputDStream
+        from dstream_kafka.plan.direct_stream import DirectKafkaInputDStream
 
         create = DirectKafkaInputDStream
     if offset_store is not None:

@@ -2,7 +2,7 @@
 
 PySpark runs an executor's tasks in up to K reused Python worker processes and hands each task
 to whichever worker has been idle longest, so a partition's cached consumer (one per worker
-process, :mod:`dstream_kafka.consumer_cache`) is found by the next batch's task only when that
+process, :mod:`dstream_kafka.read.consumer_cache`) is found by the next batch's task only when that
 task lands on the same worker; elsewhere it seeks, or creates a consumer there first. This
 workload measures what that costs: every task reports its partition, worker, records, read time
 and the seeks and creations it caused; every worker reports its cached consumers, TCP
@@ -26,7 +26,7 @@ def timed_drain(records: Iterable[Any]) -> Iterator[tuple]:
     Yields ``(records, value_bytes, pid, cache_stats, partition, read_seconds, seeks,
     creations, prepositions)``: the first four as :func:`benchmarks.adapter.partition_worker`'s,
     then the Spark partition, and the seeks, consumer creations and pre-positioned consumers
-    (:func:`dstream_kafka.consumer_cache.pre_position`, at the end of the task's records, so
+    (:func:`dstream_kafka.read.consumer_cache.pre_position`, at the end of the task's records, so
     inside the read time) of this worker during this task.
     """
     from pyspark import TaskContext

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from dstream_kafka.errors import ServiceError
-from dstream_kafka.services.environment import require_java
-from dstream_kafka.services.kafka import KafkaCluster, kafka_classpath
+from dstream_kafka.operate.services.environment import require_java
+from dstream_kafka.operate.services.kafka import KafkaCluster, kafka_classpath
 
 __all__ = ["TopicInfo", "start_broker", "fill_topic", "json_payloads", "JSON_FIELDS"]
 

@@ -56,7 +56,7 @@ from benchmarks.contenders import (
 )
 from benchmarks.monitor import TreeSampler, machine_facts
 from benchmarks.publish import git_commit, publish
-from dstream_kafka.services.maven import KAFKA_VERSION
+from dstream_kafka.operate.services.maven import KAFKA_VERSION
 from benchmarks.report import all_goals, markdown_report, summarize, summarize_latency
 from benchmarks.report_steady import pooled_run, summarize_steady
 from benchmarks.report_soak import finish_soak, soak_status, summarize_soak
@@ -521,7 +521,7 @@ class _Services:
             try:
                 import secrets
 
-                from dstream_kafka.testing.postgres import PostgresServer
+                from tests.support.postgres import PostgresServer
 
                 server = PostgresServer(dbname="bench", password=secrets.token_urlsafe(18)).start()
                 self.started.append(server)
@@ -532,7 +532,7 @@ class _Services:
                 self.params["postgres_error"] = f"{type(exc).__name__}: {exc}"
         if "zookeeper" in stores:
             try:
-                from dstream_kafka.testing.zookeeper import ZooKeeperServer
+                from tests.support.zookeeper import ZooKeeperServer
 
                 server = ZooKeeperServer().start()
                 self.started.append(server)
@@ -541,7 +541,7 @@ class _Services:
                 self.params["zookeeper_error"] = f"{type(exc).__name__}: {exc}"
         if "hbase" in stores:
             try:
-                from dstream_kafka.services.hbase import HBaseServer
+                from dstream_kafka.operate.services.hbase import HBaseServer
 
                 hbase = HBaseServer().start(timeout=180.0)
                 self.started.append(hbase)
@@ -647,7 +647,7 @@ def main(argv: list[str] | None = None) -> int:
     spark_cluster = None
     try:
         if any(c.name.endswith(CLUSTER_SUFFIX) for cs in plan.values() for c in cs):
-            from dstream_kafka.testing.spark_cluster import SparkStandaloneCluster
+            from tests.support.spark_cluster import SparkStandaloneCluster
 
             # Executors' Python workers run in the workers' folders: the tasks' functions come
             # from this checkout's `benchmarks` package.

@@ -23,7 +23,7 @@ from typing import Sequence
 from xml.sax.saxutils import escape
 
 from dstream_kafka.errors import ServiceError
-from dstream_kafka.services.environment import cache_dir, require_maven
+from dstream_kafka.operate.services.environment import cache_dir, require_maven
 
 __all__ = ["resolve_jars", "pyspark_jars_dir", "sql_kafka_jars", "streaming_kafka_jars",
            "SQL_KAFKA", "STREAMING_KAFKA"]
@@ -65,7 +65,7 @@ def resolve_jars(name: str, artifacts: Sequence[str]) -> list[Path]:
     """Return the jars of exactly ``artifacts`` (no transitive ones), resolved once and cached.
 
     Uses the project cache (``<cache>/maven/bench-<name>``) and its local repository, like
-    :func:`dstream_kafka.services.maven.resolve_classpath`.
+    :func:`dstream_kafka.operate.services.maven.resolve_classpath`.
     """
     root = cache_dir() / "maven"
     target = root / f"bench-{name}"

@@ -41,7 +41,7 @@ def git_commit(repo: Path = _REPO) -> str:
 
 
 def _versions(meta: dict[str, Any]) -> list[tuple[str, str]]:
-    from dstream_kafka.services.maven import KAFKA_VERSION
+    from dstream_kafka.operate.services.maven import KAFKA_VERSION
 
     machine = meta.get("machine") or {}
     connectors = meta.get("connector_versions") or {}

@@ -263,8 +263,8 @@ def _run_producer(bootstrap: str, topic: str, rate: int, seconds: float, value_b
 
     The child is reaped with ``wait4`` so its CPU can be subtracted from the contender's.
     """
-    from dstream_kafka.services.environment import require_java
-    from dstream_kafka.services.kafka import kafka_classpath
+    from dstream_kafka.operate.services.environment import require_java
+    from dstream_kafka.operate.services.kafka import kafka_classpath
 
     argv = [require_java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", kafka_classpath(),
             PRODUCER_MARK, "--topic", topic, "--num-records", str(int(rate * seconds)),

@@ -12,8 +12,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from dstream_kafka import errors as errors
+from dstream_kafka import _moved, errors as errors
 from dstream_kafka.errors import DStreamKafkaError as DStreamKafkaError
+
+_moved.install()
 
 __version__ = "0.1.0"
 
@@ -29,22 +31,22 @@ _EXPORTS: dict[str, str] = {
     "ConsumerRecord": "dstream_kafka.record",
     # reading
     "KafkaUtils": "dstream_kafka.kafka_utils",
-    "KafkaRDD": "dstream_kafka.kafka_rdd",
-    "LocationStrategies": "dstream_kafka.placement",
-    "LocationStrategy": "dstream_kafka.placement",
-    "PreferConsistent": "dstream_kafka.placement",
-    "PreferBrokers": "dstream_kafka.placement",
-    "PreferFixed": "dstream_kafka.placement",
-    "ConsumerStrategies": "dstream_kafka.consumer_strategy",
-    "ConsumerStrategy": "dstream_kafka.consumer_strategy",
-    "PerPartitionConfig": "dstream_kafka.rate",
+    "KafkaRDD": "dstream_kafka.read.kafka_rdd",
+    "LocationStrategies": "dstream_kafka.read.placement",
+    "LocationStrategy": "dstream_kafka.read.placement",
+    "PreferConsistent": "dstream_kafka.read.placement",
+    "PreferBrokers": "dstream_kafka.read.placement",
+    "PreferFixed": "dstream_kafka.read.placement",
+    "ConsumerStrategies": "dstream_kafka.plan.consumer_strategy",
+    "ConsumerStrategy": "dstream_kafka.plan.consumer_strategy",
+    "PerPartitionConfig": "dstream_kafka.plan.rate",
     # streaming
     "StreamingContext": "dstream_kafka.streaming",
     "DStream": "dstream_kafka.streaming",
     "StreamingListener": "dstream_kafka.streaming",
     "BatchInfo": "dstream_kafka.streaming",
-    "DirectKafkaInputDStream": "dstream_kafka.direct_stream",
-    "BatchProgress": "dstream_kafka.direct_stream",
+    "DirectKafkaInputDStream": "dstream_kafka.plan.direct_stream",
+    "BatchProgress": "dstream_kafka.plan.progress",
     # offset stores
     "OffsetStore": "dstream_kafka.stores",
     "OffsetStores": "dstream_kafka.stores",
@@ -68,15 +70,15 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     # `import X as X` marks an explicit re-export, so users' code passes mypy --strict.
-    from dstream_kafka.consumer_strategy import (
+    from dstream_kafka.plan.consumer_strategy import (
         ConsumerStrategies as ConsumerStrategies,
         ConsumerStrategy as ConsumerStrategy,
     )
-    from dstream_kafka.direct_stream import (
-        BatchProgress as BatchProgress,
+    from dstream_kafka.plan.direct_stream import (
         DirectKafkaInputDStream as DirectKafkaInputDStream,
     )
-    from dstream_kafka.kafka_rdd import KafkaRDD as KafkaRDD
+    from dstream_kafka.plan.progress import BatchProgress as BatchProgress
+    from dstream_kafka.read.kafka_rdd import KafkaRDD as KafkaRDD
     from dstream_kafka.kafka_utils import KafkaUtils as KafkaUtils
     from dstream_kafka.offsets import (
         CanCommitOffsets as CanCommitOffsets,
@@ -86,14 +88,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         OffsetRange as OffsetRange,
         TopicPartition as TopicPartition,
     )
-    from dstream_kafka.placement import (
+    from dstream_kafka.read.placement import (
         LocationStrategies as LocationStrategies,
         LocationStrategy as LocationStrategy,
         PreferBrokers as PreferBrokers,
         PreferConsistent as PreferConsistent,
         PreferFixed as PreferFixed,
     )
-    from dstream_kafka.rate import PerPartitionConfig as PerPartitionConfig
+    from dstream_kafka.plan.rate import PerPartitionConfig as PerPartitionConfig
     from dstream_kafka.record import ConsumerRecord as ConsumerRecord
     from dstream_kafka.stores import (
         OffsetStore as OffsetStore,

@@ -31,7 +31,7 @@ def _number(kind: Callable[[str], float], what: str,
 
 
 def _servers(text: str) -> str:
-    from dstream_kafka.kafka_params import check_bootstrap_servers
+    from dstream_kafka.client.kafka_params import check_bootstrap_servers
 
     try:
         check_bootstrap_servers(text)
@@ -41,7 +41,7 @@ def _servers(text: str) -> str:
 
 
 def _topic(text: str) -> str:
-    from dstream_kafka.offsets_broker import check_topic_name
+    from dstream_kafka.operate.broker import check_topic_name
 
     try:
         check_topic_name(text)
@@ -195,7 +195,7 @@ def _add_reset(offsets_sub: Any) -> None:
 
 
 def _reset_scenario(args: argparse.Namespace) -> Any:
-    from dstream_kafka.offsets_reset import Scenario
+    from dstream_kafka.operate.reset import Scenario
 
     for kind in ("to_earliest", "to_latest", "to_current"):
         if getattr(args, kind):
@@ -233,7 +233,7 @@ def _offsets(args: argparse.Namespace) -> int:
 
 def _offsets_action(args: argparse.Namespace) -> int:
     from dstream_kafka.errors import OffsetFencedError, OffsetStoreError
-    from dstream_kafka.offsets_admin import (describe, export_offsets, format_history, format_rows,
+    from dstream_kafka.operate.describe import (describe, export_offsets, format_history, format_rows,
                                              history, import_offsets)
 
     _ask_postgres_password(args.store)
@@ -249,7 +249,7 @@ def _offsets_action(args: argparse.Namespace) -> int:
                   f"{record.batch_time_ms}")
             return 0
         if args.action == "reset":
-            from dstream_kafka.offsets_reset import format_reset, reset
+            from dstream_kafka.operate.reset import format_reset, reset
 
             plan = reset(args.store, args.group, _reset_scenario(args), topics=args.topic,
                          all_topics=args.all_topics, bootstrap_servers=args.bootstrap_servers,
@@ -289,7 +289,7 @@ def _ask_postgres_password(uri: str) -> None:
     passfile = os.environ.get("PGPASSFILE") or os.path.expanduser("~/.pgpass")
     if os.path.isfile(passfile) or not (sys.stdin.isatty() and sys.stderr.isatty()):
         return  # libpq reads the file; without a terminal a missing password fails with libpq's message
-    from dstream_kafka.store_uri import parse_store_uri
+    from dstream_kafka.stores.uri import parse_store_uri
 
     parsed = parse_store_uri(uri)  # a malformed URI is refused before anyone is asked anything
     os.environ["PGPASSWORD"] = getpass.getpass(f"Password for {parsed.user}@{parsed.host_list()}: ")
@@ -323,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "broker":
-            from dstream_kafka.services import broker_process
+            from dstream_kafka.operate.services import broker_process
 
             if args.action == "start":
                 if args.brokers < 1:
@@ -333,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return broker_process.stop_broker()
             return broker_process.broker_status()
         if args.command == "hbase":
-            from dstream_kafka.services import hbase_process
+            from dstream_kafka.operate.services import hbase_process
 
             if args.action == "start":
                 if _jvm_size(args.heap) is None:
@@ -345,7 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "setup":
             return _setup()
         if args.command == "demo":
-            from dstream_kafka.demo import run_demo
+            from dstream_kafka.operate.demo import run_demo
 
             return run_demo(args)
         if args.command == "offsets":
@@ -367,10 +367,10 @@ def _jvm_size(text: str) -> int | None:
 
 
 def _setup() -> int:
-    from dstream_kafka.services.environment import require_java, require_maven
-    from dstream_kafka.services.hbase import prepare_hbase
-    from dstream_kafka.services.kafka import kafka_classpath
-    from dstream_kafka.services.maven import HBASE_VERSION, KAFKA_VERSION
+    from dstream_kafka.operate.services.environment import require_java, require_maven
+    from dstream_kafka.operate.services.hbase import prepare_hbase
+    from dstream_kafka.operate.services.kafka import kafka_classpath
+    from dstream_kafka.operate.services.maven import HBASE_VERSION, KAFKA_VERSION
 
     print(f"java: {require_java()}")
     print(f"maven: {require_maven()}")

@@ -104,7 +104,7 @@ NETWORK_TIMEOUT = "spark.network.timeout"
 CONSUMER_BACKEND = "spark.streaming.kafka.consumer.backend"
 CONSUMER_BACKENDS = ("kafka-python", "confluent-kafka")
 
-# Progress and metrics (dstream_kafka.progress, dstream_kafka.metrics).
+# Progress and metrics (dstream_kafka.plan.progress, dstream_kafka.ui.metrics).
 #: File each completed batch's progress is appended to as one JSON line (unset: none).
 PROGRESS_JSON_PATH = "spark.streaming.kafka.progress.jsonPath"
 #: Port of the Prometheus /metrics endpoint on 127.0.0.1 (unset: off; 0: a free port).

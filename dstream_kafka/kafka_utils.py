@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dstream_kafka.errors import ConfigurationError, DataLossError, InvalidOffsetRangeError
-from dstream_kafka.kafka_params import bootstrap_errors, fix_kafka_params
+from dstream_kafka.client.kafka_params import bootstrap_errors, fix_kafka_params
 from dstream_kafka._spark_internals import (
     is_active_context,
     live_conf,
@@ -22,11 +22,11 @@ from dstream_kafka._spark_internals import (
     worker_python_imports,
 )
 from dstream_kafka.config import PYSPARK_PYTHON, SparkConfReader
-from dstream_kafka.kafka_rdd import KafkaRDD, read_settings
-from dstream_kafka.offset_reader import offset_reader
-from dstream_kafka.offset_resolution import normalize_options, resolve_offset_ranges
+from dstream_kafka.read.kafka_rdd import KafkaRDD, read_settings
+from dstream_kafka.plan.offset_reader import offset_reader
+from dstream_kafka.plan.batch_options import normalize_options, resolve_offset_ranges
 from dstream_kafka.offsets import OffsetRange, TopicPartition
-from dstream_kafka.placement import (
+from dstream_kafka.read.placement import (
     LocationStrategy,
     PreferBrokers,
     PreferConsistent,
@@ -35,14 +35,14 @@ from dstream_kafka.placement import (
     preferred_hosts_for,
     preferred_locations_for,
 )
-from dstream_kafka.range_calculator import split_ranges
+from dstream_kafka.plan.range_calculator import split_ranges
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
-    from dstream_kafka.consumer_strategy import ConsumerStrategy
-    from dstream_kafka.direct_stream import DirectKafkaInputDStream
-    from dstream_kafka.rate import PerPartitionConfig
+    from dstream_kafka.plan.consumer_strategy import ConsumerStrategy
+    from dstream_kafka.plan.direct_stream import DirectKafkaInputDStream
+    from dstream_kafka.plan.rate import PerPartitionConfig
     from dstream_kafka.stores.base import OffsetStore
     from dstream_kafka.streaming.context import StreamingContext
 
@@ -267,7 +267,7 @@ class KafkaUtils:
         Raises
         ------
         ConfigurationError, UnknownTopicPartitionError, DataLossError
-            See :func:`~dstream_kafka.offset_resolution.resolve_offset_ranges`;
+            See :func:`~dstream_kafka.plan.batch_options.resolve_offset_ranges`;
             ``ConfigurationError`` too when ``kafkaParams`` or ``options`` is not a dict.
         BrokerTimeoutError
             As :meth:`createRDD`.
@@ -362,7 +362,7 @@ class KafkaUtils:
             ``endingTimestamp``, which make the stream a bounded run: it reads up to the end
             offsets resolved at its start in rate-limited batches, commits them and stops the
             context gracefully (Trigger.AvailableNow). Starting options apply only to partitions
-            the offset store holds no offset for. See :mod:`dstream_kafka.start_options`.
+            the offset store holds no offset for. See :mod:`dstream_kafka.plan.stream_options`.
 
         Returns
         -------
@@ -370,7 +370,7 @@ class KafkaUtils:
             Its batch RDDs have ``offsetRanges()``; the stream has ``commitAsync``,
             ``transaction(batch_time)``, ``lastProgress`` and ``recentProgress``.
         """
-        from dstream_kafka.direct_stream import DirectKafkaInputDStream
+        from dstream_kafka.plan.direct_stream import DirectKafkaInputDStream
         from dstream_kafka.streaming.context import StreamingContext
 
         if isinstance(ssc, StreamingContext) and is_active_context(ssc.sparkContext):

@@ -6,10 +6,10 @@ and at its trace level (5) every request it sends, both decoded and as raw bytes
 PLAIN login's ``auth_bytes`` (user and password) included.
 :func:`protect_client_logs` puts :class:`SecretRedactingFilter` on kafka-python's loggers and on
 the logger our confluent-kafka backend gives librdkafka; it runs whenever security settings are
-translated for a client (:func:`~dstream_kafka.security_params.security_config`), so before any
+translated for a client (:func:`~dstream_kafka.client.security.security_config`), so before any
 of our clients exists, and registers the secret values it was given. The filter replaces
-every secret value with :data:`~dstream_kafka.param_checks.REDACTED` and keeps the rest of the
-line: values of the keys :func:`~dstream_kafka.param_checks.is_secret_key` names,
+every secret value with :data:`~dstream_kafka.client.param_checks.REDACTED` and keeps the rest of the
+line: values of the keys :func:`~dstream_kafka.client.param_checks.is_secret_key` names,
 ``password=...`` inside a JAAS text, SASL ``auth_bytes``, and anywhere in the line (a raw
 request dump) each registered value, as text or as Python escapes it in bytes.
 """
@@ -22,12 +22,12 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dstream_kafka.param_checks import REDACTED, redact
+from dstream_kafka.client.param_checks import REDACTED, redact
 
 __all__ = ["SecretRedactingFilter", "protect_client_logs"]
 
 #: The logger our confluent-kafka backend hands librdkafka (``logger`` setting).
-LIBRDKAFKA_LOGGER = "dstream_kafka.backends.librdkafka"
+LIBRDKAFKA_LOGGER = "dstream_kafka.read.backends.librdkafka"
 
 # A quoted (optionally bytes) or bare value after "key: " or "key=".
 _VALUE = r"""(?:b?'(?:[^'\\]|\\.)*'|b?"(?:[^"\\]|\\.)*"|[^\s,;)}\]]+)"""

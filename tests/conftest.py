@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
-from dstream_kafka.services.spark import prepare_environment
+from dstream_kafka.spark_settings import prepare_environment
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
-    from dstream_kafka.services.hbase import HBaseServer
-    from dstream_kafka.services.kafka import KafkaCluster
-    from dstream_kafka.testing.postgres import PostgresServer
-    from dstream_kafka.testing.spark_cluster import SparkStandaloneCluster
-    from dstream_kafka.testing.zookeeper import ZooKeeperServer
+    from dstream_kafka.operate.services.hbase import HBaseServer
+    from dstream_kafka.operate.services.kafka import KafkaCluster
+    from tests.support.postgres import PostgresServer
+    from tests.support.spark_cluster import SparkStandaloneCluster
+    from tests.support.zookeeper import ZooKeeperServer
 
 prepare_environment()
 
@@ -36,12 +36,12 @@ settings.load_profile("suite")
 @pytest.fixture(scope="session")
 def kafka() -> Iterator[KafkaCluster]:
     """One real Kafka broker (KRaft) on 127.0.0.1 for the whole session."""
-    from dstream_kafka.services.kafka import KafkaCluster
+    from dstream_kafka.operate.services.kafka import KafkaCluster
 
     cluster = KafkaCluster(brokers=1)
     cluster.start()
     yield cluster
-    from dstream_kafka.offset_reader import close_offset_readers
+    from dstream_kafka.plan.offset_reader import close_offset_readers
 
     close_offset_readers()  # pooled driver clients would log connection errors after the stop
     cluster.stop()
@@ -50,7 +50,7 @@ def kafka() -> Iterator[KafkaCluster]:
 @pytest.fixture(scope="session")
 def kafka3() -> Iterator[KafkaCluster]:
     """Three brokers (replication 3, min.insync.replicas 2) for failure tests, started on demand."""
-    from dstream_kafka.services.kafka import KafkaCluster
+    from dstream_kafka.operate.services.kafka import KafkaCluster
 
     # A killed broker is fenced (its partitions get new leaders) after the controller misses
     # its heartbeats for broker.session.timeout.ms: 9 s by default, which the executors' poll
@@ -72,14 +72,14 @@ def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClu
     PLAIN and SCRAM-SHA-512 users ``admin`` and ``alice`` with random passwords; certificates
     and keystores are generated for the session (``secured_kafka.security``).
     """
-    from dstream_kafka.services.kafka import KafkaCluster
-    from dstream_kafka.services.tls import BrokerSecurity
+    from dstream_kafka.operate.services.kafka import KafkaCluster
+    from tests.support.tls import BrokerSecurity
 
     security = BrokerSecurity.generate(tmp_path_factory.mktemp("pki"))
     cluster = KafkaCluster(brokers=1, heap="384m", security=security)
     cluster.start()
     yield cluster
-    from dstream_kafka.offset_reader import close_offset_readers
+    from dstream_kafka.plan.offset_reader import close_offset_readers
 
     close_offset_readers()
     cluster.stop()
@@ -88,7 +88,7 @@ def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClu
 @pytest.fixture(scope="session")
 def spark_cluster() -> Iterator[SparkStandaloneCluster]:
     """A Spark standalone master with two one-core workers on loopback (started on demand)."""
-    from dstream_kafka.testing.spark_cluster import SparkStandaloneCluster
+    from tests.support.spark_cluster import SparkStandaloneCluster
 
     # two executors on two loopback hosts (127.0.0.2 and .3, as kafka3's brokers 2 and 3)
     cluster = SparkStandaloneCluster(workers=2, cores=1, worker_hosts=("127.0.0.2", "127.0.0.3"))
@@ -100,7 +100,7 @@ def spark_cluster() -> Iterator[SparkStandaloneCluster]:
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
     """A private PostgreSQL server with a password (to prove it never leaks)."""
-    from dstream_kafka.testing.postgres import PostgresServer
+    from tests.support.postgres import PostgresServer
 
     server = PostgresServer(password="pg-" + uuid.uuid4().hex)
     server.start()
@@ -111,7 +111,7 @@ def postgres() -> Iterator[PostgresServer]:
 @pytest.fixture(scope="session")
 def zookeeper() -> Iterator[ZooKeeperServer]:
     """A private ZooKeeper server."""
-    from dstream_kafka.testing.zookeeper import ZooKeeperServer
+    from tests.support.zookeeper import ZooKeeperServer
 
     server = ZooKeeperServer()
     server.start()
@@ -122,7 +122,7 @@ def zookeeper() -> Iterator[ZooKeeperServer]:
 @pytest.fixture(scope="session")
 def hbase() -> Iterator[HBaseServer]:
     """A standalone HBase 2.6 with its Thrift1 gateway on 127.0.0.1 (started on demand)."""
-    from dstream_kafka.services.hbase import HBaseServer
+    from dstream_kafka.operate.services.hbase import HBaseServer
 
     server = HBaseServer()
     server.start(timeout=180.0)
@@ -135,7 +135,7 @@ def sc() -> Iterator[SparkContext]:
     """One SparkContext on local[2] with the project's interpreter on the workers."""
     from pyspark import SparkContext
 
-    from dstream_kafka.services.spark import local_spark_conf
+    from dstream_kafka.spark_settings import local_spark_conf
 
     conf = local_spark_conf(
         "local[2]", "dstream_kafka-tests",

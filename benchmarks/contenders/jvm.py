@@ -25,8 +25,8 @@ from typing import Any
 
 from benchmarks.jars import pyspark_jars_dir, streaming_kafka_jars
 from dstream_kafka.errors import ServiceError
-from dstream_kafka.services.environment import require_java
-from dstream_kafka.services.kafka import kafka_classpath
+from dstream_kafka.operate.services.environment import require_java
+from dstream_kafka.operate.services.kafka import kafka_classpath
 
 __all__ = ["build_dstream_drain", "java_command", "parse_consumer_perf", "JAVA_OPENS"]
 

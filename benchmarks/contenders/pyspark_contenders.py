@@ -2,7 +2,7 @@
 
 All of them run in ``local[2]`` (``*-cluster``: the harness's standalone cluster of two
 one-core workers) with the same SparkConf: the project's low-overhead settings
-(:data:`dstream_kafka.services.spark.LOW_OVERHEAD_SETTINGS`: Unix-socket workers, frozen daemon,
+(:data:`dstream_kafka.spark_settings.LOW_OVERHEAD_SETTINGS`: Unix-socket workers, frozen daemon,
 worker reuse) plus, for Structured Streaming, the Kafka connector jars via ``spark.jars``. The
 timed region starts after the SparkContext is up and a trivial Python job has started the
 workers; it includes planning, consumer creation and reading.
@@ -43,7 +43,7 @@ def _per_batch_per_partition(topic: dict[str, Any], batches: int = STREAM_BATCHE
 def _session(spec: dict[str, Any], with_kafka_jars: bool) -> tuple[Any, dict[str, Any]]:
     from pyspark.sql import SparkSession
 
-    from dstream_kafka.services.spark import local_spark_conf
+    from dstream_kafka.spark_settings import local_spark_conf
 
     extra: dict[str, Any] = {"spark.driver.memory": "1g"}
     info: dict[str, Any] = {}
@@ -97,7 +97,7 @@ def _session(spec: dict[str, Any], with_kafka_jars: bool) -> tuple[Any, dict[str
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     if master != "local[2]":
-        from dstream_kafka.testing.spark_cluster import wait_for_executors
+        from tests.support.spark_cluster import wait_for_executors
 
         wait_for_executors(spark.sparkContext, executors)
     # Warm-up: start the Python daemon and workers, as a long-running application has them.

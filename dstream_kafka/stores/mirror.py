@@ -10,7 +10,7 @@ kafka-lag-exporter) then see the group's progress. **On by default**: without th
 warning (at most one a minute) and never fails the batch, and the stored offsets stay the only
 source of truth. Its commits carry the metadata :data:`MIRROR_METADATA`, so offsets someone
 else committed to the group (Kafka's own reset tool) can be told apart
-(:func:`dstream_kafka.offsets_reset.check_group_not_moved`).
+(:func:`dstream_kafka.operate.reset.check_group_not_moved`).
 
 :mod:`dstream_kafka.stores.base` knows only the :class:`~dstream_kafka.stores.base.OffsetMirror`
 protocol, so the abstract base imports no store and no Kafka client.
@@ -136,7 +136,7 @@ class KafkaGroupMirror:
 
 def _reachable(consumer: Any) -> bool:
     """Whether a bootstrap server of ``consumer`` accepts a TCP connection (1 s at most)."""
-    from dstream_kafka.latest_offsets import any_reachable
+    from dstream_kafka.plan.latest_offsets import any_reachable
 
     servers = consumer.config.get("bootstrap_servers") or ""
     return any_reachable(servers if isinstance(servers, str) else ",".join(map(str, servers)))

@@ -4,7 +4,7 @@ Opt in with ``spark.streaming.kafka.ui.port`` (0 picks a free port); it binds
 ``spark.streaming.kafka.ui.host`` (default ``127.0.0.1``: only this machine can read it).
 Routes: ``/`` the Streaming page, ``/batch?id=<batch time ms>`` one batch, ``/api/batches``
 the batches as JSON (Spark's REST field names), ``/metrics`` the Prometheus exposition of
-:data:`dstream_kafka.metrics.REGISTRY`. The standard library's threading HTTP server runs in
+:data:`dstream_kafka.ui.metrics.REGISTRY`. The standard library's threading HTTP server runs in
 a daemon thread; each request renders from a copy of the state, so a slow client never holds
 up a batch.
 """
@@ -85,7 +85,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.dumps([r.jsonValue() for r in [*reversed(active), *reversed(completed)]])
             self._reply(200, "application/json", body)
         elif path == "/metrics":
-            from dstream_kafka import metrics
+            from dstream_kafka.ui import metrics
 
             content_type, body_bytes = metrics.exposition()
             self._reply_bytes(200, content_type, body_bytes)
@@ -137,7 +137,7 @@ class StreamingPage:
     """
 
     def __init__(self, sc: Any, batch_ms: int, port: int, host: str, retained: int) -> None:
-        from dstream_kafka import metrics
+        from dstream_kafka.ui import metrics
 
         self._sc = sc
         self.state = PageState(batch_ms, retained, sc.uiWebUrl, sc.appName,

@@ -165,7 +165,7 @@ class PageState:
         ``sc.uiWebUrl``, for links to the Spark UI's job pages.
     cache_counters : callable, optional
         Returns the executors' consumer-cache counters summed (see
-        :func:`dstream_kafka.metrics.executor_cache_counters`).
+        :func:`dstream_kafka.ui.metrics.executor_cache_counters`).
     """
 
     def __init__(self, batch_ms: int, retained: int, spark_ui: str | None, app_name: str = "",
@@ -227,7 +227,7 @@ class PageState:
         """The progress output of direct stream ``stream``: keeps its progress and, when its
         data-loss count grew, re-reads the loss records from ``store`` (on the stream's
         scheduler thread, which is also the one committing, so the store is not shared)."""
-        from dstream_kafka import metrics
+        from dstream_kafka.ui import metrics
 
         store_name = "none" if store is None else type(store).__name__
         with self._lock:

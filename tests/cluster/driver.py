@@ -39,15 +39,18 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
-from dstream_kafka.testing.spark_cluster import wait_for_executors
+# run as a script (python tests/cluster/driver.py): the repository root holds tests.support
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
+from tests.support.spark_cluster import wait_for_executors  # noqa: E402
 
 
 def _context(config: dict[str, Any], extra: dict[str, str] | None = None) -> Any:
     from pyspark import SparkContext
 
-    from dstream_kafka.services.spark import local_spark_conf
+    from dstream_kafka.spark_settings import local_spark_conf
 
     settings = {
         "spark.executor.memory": "512m",
@@ -144,7 +147,7 @@ def _produce(config: dict[str, Any], done: threading.Event, sent: list[int]) -> 
 
 
 def _values_and_stats(records: Any) -> Any:
-    from dstream_kafka.consumer_cache import stats
+    from dstream_kafka.read.consumer_cache import stats
 
     values = [r.value for r in records]
     yield values, stats()
@@ -250,7 +253,7 @@ def brokers(config: dict[str, Any]) -> dict[str, Any]:
 
     directs.foreachRDD(output)
     _produce_until_committed(ssc, config)
-    from dstream_kafka.placement import executor_locations
+    from dstream_kafka.read.placement import executor_locations
 
     executor_hosts = sorted({e.host for e in executor_locations(sc)})
     ssc.stop(stopSparkContext=True, stopGraceFully=True)
@@ -262,7 +265,7 @@ def _fail_first_attempt(index: int, records: Any) -> Any:
     SIGKILLed, partition 1 raises as a dropped broker connection would."""
     from pyspark import TaskContext
 
-    from dstream_kafka.consumer_cache import stats
+    from dstream_kafka.read.consumer_cache import stats
 
     context = TaskContext.get()
     attempt = context.attemptNumber() if context is not None else -1

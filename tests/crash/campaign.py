@@ -65,24 +65,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def start_services(stores: list[str]) -> tuple[Services, list]:
     """Start the broker and whatever the chosen stores need; return them and their stop order."""
-    from dstream_kafka.services.kafka import KafkaCluster
+    from dstream_kafka.operate.services.kafka import KafkaCluster
 
     started = []
     kafka = KafkaCluster(brokers=1).start()
     started.append(kafka)
     services = Services(kafka)
     if "postgres" in stores:
-        from dstream_kafka.testing.postgres import PostgresServer
+        from tests.support.postgres import PostgresServer
 
         services.postgres = PostgresServer(password="crash-" + uuid.uuid4().hex).start()
         started.append(services.postgres)
     if "zookeeper" in stores:
-        from dstream_kafka.testing.zookeeper import ZooKeeperServer
+        from tests.support.zookeeper import ZooKeeperServer
 
         services.zookeeper = ZooKeeperServer().start()
         started.append(services.zookeeper)
     if "hbase" in stores:
-        from dstream_kafka.services.hbase import HBaseServer
+        from dstream_kafka.operate.services.hbase import HBaseServer
 
         # 1 GiB, not the suite's 256 MiB: every trial adds tables, and a 256 MiB HBase ran
         # out of heap after about 30 HBase trials ("Terminating due to OutOfMemoryError").

@@ -220,7 +220,7 @@ def main(argv: list[str]) -> int:
     from pyspark import SparkContext
 
     from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies
-    from dstream_kafka.services.spark import local_spark_conf
+    from dstream_kafka.spark_settings import local_spark_conf
     from dstream_kafka.streaming import StreamingContext, datetime_to_ms
 
     sink = None

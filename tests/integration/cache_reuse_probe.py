@@ -15,10 +15,10 @@ import sys
 
 from pyspark import SparkContext
 
-from dstream_kafka import consumer_cache
+from dstream_kafka.read import consumer_cache
 from dstream_kafka.kafka_utils import KafkaUtils
 from dstream_kafka.offsets import OffsetRange
-from dstream_kafka.services.spark import local_spark_conf
+from dstream_kafka.spark_settings import local_spark_conf
 
 
 def main() -> None:

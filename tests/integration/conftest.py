@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from pyspark import SparkContext
 
-    from dstream_kafka.services.kafka import KafkaCluster
+    from dstream_kafka.operate.services.kafka import KafkaCluster
     from dstream_kafka.streaming import StreamingContext
 
 BATCH = 0.1  # seconds, the ssc fixture's batch interval
@@ -118,7 +118,7 @@ def spark_conf(sc: SparkContext) -> Iterator[Callable[[str, str], None]]:
 @pytest.fixture
 def own_kafka(tmp_path: Path) -> Iterator[KafkaCluster]:
     """A one-broker cluster of this test's own, so killing it disturbs no other test."""
-    from dstream_kafka.services.kafka import KafkaCluster
+    from dstream_kafka.operate.services.kafka import KafkaCluster
 
     cluster = KafkaCluster(brokers=1, data_dir=tmp_path / "kafka", heap="256m")
     cluster.start()

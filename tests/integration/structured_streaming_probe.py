@@ -20,7 +20,7 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     from benchmarks.jars import sql_kafka_jars
-    from dstream_kafka.services.spark import local_spark_conf
+    from dstream_kafka.spark_settings import local_spark_conf
 
     bootstrap, topic, checkpoint = sys.argv[1:4]
     _, jars = sql_kafka_jars()

@@ -11,7 +11,7 @@ from typing import Any
 
 from dstream_kafka import ConsumerStrategies, OffsetStores
 from dstream_kafka.offsets import TopicPartition
-from dstream_kafka.rate import PerPartitionConfig
+from dstream_kafka.plan.rate import PerPartitionConfig
 
 from stream_runs import Run, params, start_run, values
 

@@ -111,7 +111,7 @@ def test_a_start_waiting_for_a_member_that_could_not_leave_during_an_outage_says
         first.awaitTermination(timeout=60)
     own_kafka.start_broker(node)
     own_kafka.produce(topic, [(None, f"b{i}".encode()) for i in range(5)])
-    with caplog.at_level("WARNING", logger="dstream_kafka.consumer_strategy"):
+    with caplog.at_level("WARNING", logger="dstream_kafka.plan.consumer_strategy"):
         second, again = _stored_run(own_kafka, make_ssc, topic, group, db, **session)
     assert any("could not leave the group" in r.getMessage() and "session.timeout.ms" in r.getMessage()
                for r in caplog.records), [r.getMessage() for r in caplog.records]

@@ -49,7 +49,7 @@ def test_broker_start_prints_bootstrap_servers_refuses_a_second_start_and_stops(
 
 
 def test_broker_start_with_a_data_dir_keeps_records_across_restarts(tmp_path):
-    from dstream_kafka.services.kafka import KafkaCluster
+    from dstream_kafka.operate.services.kafka import KafkaCluster
 
     data = tmp_path / "kafka-data"
     with KafkaCluster(data_dir=data) as first:

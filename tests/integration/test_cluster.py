@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from dstream_kafka.testing.spark_cluster import SparkStandaloneCluster
+from tests.support.spark_cluster import SparkStandaloneCluster
 
 DRIVER = Path(__file__).resolve().parents[1] / "cluster" / "driver.py"
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from dstream_kafka import consumer_cache
-from dstream_kafka.consumer_cache import CacheKey, CacheSettings, acquire
+from dstream_kafka.read import consumer_cache
+from dstream_kafka.read.consumer_cache import CacheKey, CacheSettings, acquire
 from dstream_kafka.errors import DataLossError, KafkaReadError
-from dstream_kafka.kafka_params import fix_kafka_params
+from dstream_kafka.client.kafka_params import fix_kafka_params
 
 TIMEOUT_MS = 10000
 SER = "org.apache.kafka.common.serialization."
@@ -248,8 +248,8 @@ def _two_partition_topic(kafka: Any, unique: Any) -> str:
 
 def test_a_worker_moves_its_consumer_of_a_range_read_elsewhere_so_the_next_batch_needs_no_seek(
         kafka, unique):
-    from dstream_kafka.kafka_params import params_fingerprint
-    from dstream_kafka.kafka_rdd import ReadSettings, _partition_reader
+    from dstream_kafka.client.kafka_params import params_fingerprint
+    from dstream_kafka.read.kafka_rdd import ReadSettings, _partition_reader
 
     topic = _two_partition_topic(kafka, unique)
     key, config = _setup(kafka, topic, unique("g"))
@@ -281,7 +281,7 @@ def test_a_worker_moves_its_consumer_of_a_range_read_elsewhere_so_the_next_batch
 
 
 def test_streams_pre_position_only_confluent_consumers(sc, kafka, unique):
-    from dstream_kafka.kafka_rdd import read_settings
+    from dstream_kafka.read.kafka_rdd import read_settings
 
     _, config = _setup(kafka, unique("t"), unique("g"))
     backend_key = "spark.streaming.kafka.consumer.backend"
@@ -301,7 +301,7 @@ def test_streams_pre_position_only_confluent_consumers(sc, kafka, unique):
 
 def test_a_worker_s_later_kafka_python_consumers_reuse_the_broker_version_its_first_learned(
         kafka, filled):
-    from dstream_kafka.backends import kafka_python
+    from dstream_kafka.read.backends import kafka_python
 
     config = fix_kafka_params({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "g"})
     kafka_python._broker_versions.pop(str(config["bootstrap_servers"]), None)

@@ -38,7 +38,7 @@ def test_a_topic_read_to_its_end_and_deleted_leaves_a_fail_on_data_loss_stream_r
         KafkaUtils.createDirectStream(ssc, LocationStrategies.PreferConsistent, strategy, offsetStore=store,
                                       failOnDataLoss=True).foreachRDD(
             lambda rdd: seen.extend(rdd.map(lambda r: r.value).collect()))
-        with caplog.at_level(logging.WARNING, logger="dstream_kafka.resume"):
+        with caplog.at_level(logging.WARNING, logger="dstream_kafka.plan.positions"):
             ssc.start()
             wait_until(lambda: len(seen) == 4, "the 4 records")
             kafka.delete_topic(doomed)

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import psutil
 import pytest
 
-from dstream_kafka.services.kafka import KafkaCluster
+from dstream_kafka.operate.services.kafka import KafkaCluster
 
 CLI = Path(sys.executable).with_name("dstream-kafka")
 BOUND = 180.0  # seconds: a demo start (broker + Spark) on the loaded 2-core machine
@@ -176,14 +176,14 @@ def test_a_broker_left_holding_the_demos_folder_is_reported_at_once_with_its_pid
 
 _BROKER_PARENT = textwrap.dedent('''
     import sys, time
-    from dstream_kafka.services.kafka import KafkaCluster
+    from dstream_kafka.operate.services.kafka import KafkaCluster
     cluster = KafkaCluster(data_dir=sys.argv[1]).start()
     print(*[p for p in cluster.broker_pids().values() if p], flush=True)
     time.sleep(600)
 ''')
 _SPARK_PARENT = textwrap.dedent('''
     import time
-    from dstream_kafka.testing.spark_cluster import SparkStandaloneCluster
+    from tests.support.spark_cluster import SparkStandaloneCluster
     cluster = SparkStandaloneCluster(workers=1).start()
     print(cluster.master_pid, *cluster.worker_pids, flush=True)
     time.sleep(600)
@@ -192,7 +192,7 @@ _SPARK_PARENT = textwrap.dedent('''
 
 _HBASE_PARENT = textwrap.dedent('''
     import time
-    from dstream_kafka.services.hbase import HBaseServer
+    from dstream_kafka.operate.services.hbase import HBaseServer
     server = HBaseServer().start()
     print(*server.pids(), flush=True)
     time.sleep(600)
@@ -226,7 +226,7 @@ _STREAM_PROGRAM = textwrap.dedent('''
     import sys, time
     from pyspark import SparkContext
     from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetStores
-    from dstream_kafka.services.spark import local_spark_conf
+    from dstream_kafka.spark_settings import local_spark_conf
     from dstream_kafka.streaming import StreamingContext
 
     bootstrap, topic, group, db, graceful = sys.argv[1:]

@@ -78,7 +78,7 @@ def test_an_empty_store_warns_naming_the_groups_offsets_and_the_starting_offsets
         kafka: Any, tmp_path: Path, make_ssc: Callable[..., Any], mirrored_group: tuple[str, str],
         caplog: pytest.LogCaptureFixture) -> None:
     topic, group = mirrored_group
-    with caplog.at_level(logging.WARNING, logger="dstream_kafka.resume"), \
+    with caplog.at_level(logging.WARNING, logger="dstream_kafka.plan.positions"), \
             OffsetStores.sqlite(str(tmp_path / "second.db")) as store:
         _read_everything(make_ssc, kafka, topic, group, store)
     warning, = [r.getMessage() for r in caplog.records if "holds committed offsets" in r.getMessage()]

@@ -22,7 +22,7 @@ from dstream_kafka.errors import (
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.kafka_utils import KafkaUtils
 from dstream_kafka.offsets import OffsetRange
-from dstream_kafka.rate import DefaultPerPartitionConfig
+from dstream_kafka.plan.rate import DefaultPerPartitionConfig
 
 from support import STRING_DESERIALIZER
 
@@ -94,7 +94,7 @@ def test_an_ssl_client_against_a_plaintext_listener_names_the_protocol_mismatch(
 
 
 def test_an_executor_consumer_that_cannot_bootstrap_names_the_servers_and_its_bound() -> None:
-    from dstream_kafka.backends.kafka_python import KafkaPythonBackend
+    from dstream_kafka.read.backends.kafka_python import KafkaPythonBackend
 
     with pytest.raises(BrokerTimeoutError, match="127.0.0.1:1.*bootstrap.timeout.ms=1000"):
         KafkaPythonBackend("t", 0, {"bootstrap_servers": "127.0.0.1:1",
@@ -328,6 +328,6 @@ def test_a_bad_demo_option_is_a_usage_error_before_anything_starts(args: list[st
 
 
 def test_the_demo_broker_check_passes_for_a_real_broker(kafka: Any) -> None:
-    from dstream_kafka.demo import check_broker
+    from dstream_kafka.operate.demo import check_broker
 
     check_broker(kafka.bootstrap_servers, 10.0)

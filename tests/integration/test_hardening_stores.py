@@ -319,7 +319,7 @@ def test_a_commit_after_a_recorded_data_loss_passes_the_cross_check(tmp_path):
 @pytest.fixture
 def private_zookeeper() -> Iterator[Any]:
     """A ZooKeeper server of this test alone, so that the test may stop it."""
-    from dstream_kafka.testing.zookeeper import ZooKeeperServer
+    from tests.support.zookeeper import ZooKeeperServer
 
     server = ZooKeeperServer().start()
     yield server
@@ -468,7 +468,7 @@ KAFKA_TIMEOUT_MS = 3000
 
 @pytest.mark.parametrize("call", ["load", "commit", "record_data_loss", "data_losses"])
 def test_a_kafka_group_store_call_without_a_broker_fails_within_its_timeout(unique, call):
-    from dstream_kafka.services.environment import free_port
+    from dstream_kafka.operate.services.environment import free_port
 
     store = OffsetStores.kafka({"bootstrap.servers": f"127.0.0.1:{free_port()}"}, timeout_ms=KAFKA_TIMEOUT_MS)
     group = unique("g")

@@ -155,7 +155,7 @@ def test_the_wait_for_a_missing_topic_is_logged_with_its_bound_and_key(
     spark_conf("spark.streaming.kafka.assignmentTimeout", "2s")
     ssc = _missing_topic_stream(kafka, make_ssc, unique,
                                 lambda p: ConsumerStrategies.Subscribe([topic], p))
-    with caplog.at_level(logging.INFO, "dstream_kafka.consumer_strategy"):
+    with caplog.at_level(logging.INFO, "dstream_kafka.plan.consumer_strategy"):
         with pytest.raises(UnknownTopicPartitionError):
             ssc.start()
     assert any(f"Subscribe({topic}): no topic it reads exists yet" in m

@@ -15,7 +15,7 @@ import pytest
 from support import process_alive
 
 from dstream_kafka.errors import ServiceError
-from dstream_kafka.services.hbase import HBaseServer
+from dstream_kafka.operate.services.hbase import HBaseServer
 
 pytestmark = pytest.mark.integration
 

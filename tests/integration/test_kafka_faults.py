@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetStores
-from dstream_kafka.services.kafka import KafkaCluster
+from dstream_kafka.operate.services.kafka import KafkaCluster
 from dstream_kafka.streaming import StreamingContext
 
 from support import STRING_DESERIALIZER, wait_until

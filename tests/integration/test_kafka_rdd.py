@@ -17,12 +17,12 @@ from dstream_kafka.errors import (
     InvalidOffsetRangeError,
     UnknownTopicPartitionError,
 )
-from dstream_kafka.kafka_rdd import KafkaRDD, read_range, read_settings
-from dstream_kafka.placement import preferred_locations_for
-from dstream_kafka.kafka_params import fix_kafka_params
+from dstream_kafka.read.kafka_rdd import KafkaRDD, read_range, read_settings
+from dstream_kafka.read.placement import preferred_locations_for
+from dstream_kafka.client.kafka_params import fix_kafka_params
 from dstream_kafka.kafka_utils import KafkaUtils
 from dstream_kafka.offsets import HasOffsetRanges, OffsetRange, TopicPartition
-from dstream_kafka.placement import (
+from dstream_kafka.read.placement import (
     ExecutorLocation,
     LocationStrategies,
     preferred_location,
@@ -118,7 +118,7 @@ def test_empty_range_gives_an_empty_partition(sc, kafka, topic, unique):
 
 
 def test_empty_range_acquires_no_consumer(kafka, topic, unique):
-    from dstream_kafka import consumer_cache
+    from dstream_kafka.read import consumer_cache
 
     executor = fix_kafka_params(string_params(kafka, unique("g")))
     before = consumer_cache.stats()
@@ -129,7 +129,7 @@ def test_empty_range_acquires_no_consumer(kafka, topic, unique):
 
 
 def test_reads_use_the_backend_selected_on_the_driver(sc, kafka, topic, unique, backend):
-    from dstream_kafka import consumer_cache
+    from dstream_kafka.read import consumer_cache
 
     kafka.produce(topic, ["a", "b", "c"])
     executor = fix_kafka_params(string_params(kafka, unique("g")))
@@ -431,7 +431,7 @@ def test_contradicting_params_are_overridden_with_a_warning_and_still_read(
     params = string_params(
         kafka, unique("g"), **{"enable.auto.commit": "true", "auto.offset.reset": "earliest"}
     )
-    with caplog.at_level(logging.WARNING, logger="dstream_kafka.kafka_params"):
+    with caplog.at_level(logging.WARNING, logger="dstream_kafka.client.kafka_params"):
         rdd = KafkaUtils.createRDD(sc, params, [OffsetRange(topic, 0, 0, 1)])
     assert "overriding enable.auto.commit to false" in caplog.text
     assert "overriding auto.offset.reset to none" in caplog.text

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import pytest
 
-from dstream_kafka.services.spark import LOW_OVERHEAD_SETTINGS
+from dstream_kafka.spark_settings import LOW_OVERHEAD_SETTINGS
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "legacy_programs"
 TIMEOUT = 120.0  # generous: a process starts its own JVM and Python workers

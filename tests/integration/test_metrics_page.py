@@ -18,10 +18,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from dstream_kafka import (ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetRange,
-                           OffsetStores, config, metrics)
-from dstream_kafka.progress import BatchProgress
+                           OffsetStores, config)
+from dstream_kafka.plan.progress import BatchProgress
 from dstream_kafka.streaming import StreamingContext
-from dstream_kafka.ui import active_page
+from dstream_kafka.ui import active_page, metrics
 
 from support import wait_until
 

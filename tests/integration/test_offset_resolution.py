@@ -16,7 +16,7 @@ from dstream_kafka.errors import (
     UnknownTopicPartitionError,
 )
 from dstream_kafka.kafka_utils import KafkaUtils
-from dstream_kafka.offset_resolution import resolve_offset_ranges
+from dstream_kafka.plan.batch_options import resolve_offset_ranges
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 
 SER = "org.apache.kafka.common.serialization."
@@ -211,7 +211,7 @@ def test_without_fail_on_data_loss_the_start_is_clamped_and_the_lost_range_repor
     kafka, two_parts, caplog
 ):
     kafka.delete_records(two_parts, {0: 6})
-    with caplog.at_level(logging.WARNING, logger="dstream_kafka.offset_resolution"):
+    with caplog.at_level(logging.WARNING, logger="dstream_kafka.plan.batch_options"):
         resolution = resolve_offset_ranges(
             _params(kafka),
             {
@@ -328,7 +328,7 @@ def _resolve_with(kafka: Any, topic: str, **params: Any) -> list[OffsetRange]:
 
 
 def test_prefer_brokers_places_partitions_on_their_leaders_host(sc, kafka, two_parts):
-    from dstream_kafka.placement import LocationStrategies
+    from dstream_kafka.read.placement import LocationStrategies
 
     resolution = resolve_offset_ranges(_params(kafka), {"subscribe": two_parts})
     assert set(resolution.leaders.values()) == {"127.0.0.1"}

@@ -15,9 +15,9 @@ import pytest
 
 from dstream_kafka.cli import main
 from dstream_kafka.offsets import OffsetRange, TopicPartition
-from dstream_kafka.offsets_admin import history
-from dstream_kafka.offsets_reset import Scenario, reset
-from dstream_kafka.store_uri import open_store
+from dstream_kafka.operate.describe import history
+from dstream_kafka.operate.reset import Scenario, reset
+from dstream_kafka.stores.uri import open_store
 from dstream_kafka.stores import OffsetStores
 
 pytestmark = pytest.mark.integration

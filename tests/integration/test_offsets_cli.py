@@ -14,8 +14,8 @@ import pytest
 
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import OffsetRange
-from dstream_kafka.offsets_admin import describe
-from dstream_kafka.store_uri import open_store
+from dstream_kafka.operate.describe import describe
+from dstream_kafka.stores.uri import open_store
 from dstream_kafka.stores import OffsetStores
 
 pytestmark = pytest.mark.integration
@@ -239,7 +239,7 @@ def test_an_import_is_a_new_commit_in_the_history_and_never_moves_back(
     kafka.produce(t, [f"v{i}" for i in range(10)], partition=0)
     kafka.produce(t, [f"v{i}" for i in range(3)], partition=1)
     uri = _committed(f"sqlite:///{tmp_path / 'o.db'}", group, 1_000, OffsetRange(t, 0, 0, 5))
-    from dstream_kafka.offsets_admin import import_offsets
+    from dstream_kafka.operate.describe import import_offsets
 
     record = import_offsets(uri, group, json.dumps({t: {"0": 8, "1": 2}}), bootstrap_servers=kafka.bootstrap_servers)
     assert record.batch_time_ms > 1_000

@@ -12,7 +12,7 @@ import pytest
 
 from dstream_kafka.cli import main
 from dstream_kafka.offsets import OffsetRange, TopicPartition
-from dstream_kafka.store_uri import open_store
+from dstream_kafka.stores.uri import open_store
 
 from support import wait_until
 

@@ -13,7 +13,7 @@ import pytest
 from dstream_kafka.cli import main
 from dstream_kafka.errors import OffsetStoreError
 from dstream_kafka.offsets import TopicPartition
-from dstream_kafka.store_uri import open_store
+from dstream_kafka.stores.uri import open_store
 
 pytestmark = pytest.mark.integration
 
@@ -22,8 +22,8 @@ GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
 def _kafka_consumer_groups(kafka: Any, *args: str) -> str:
     """Run Kafka's kafka-consumer-groups (its class, from the broker's jars) and return stdout."""
-    from dstream_kafka.services.environment import require_java
-    from dstream_kafka.services.kafka import kafka_classpath
+    from dstream_kafka.operate.services.environment import require_java
+    from dstream_kafka.operate.services.kafka import kafka_classpath
 
     out = subprocess.run([require_java(), "-Xmx128m", "-cp", kafka_classpath(), GROUP_COMMAND,
                           "--bootstrap-server", kafka.bootstrap_servers, *args],

@@ -16,8 +16,8 @@ import pytest
 
 from dstream_kafka.cli import main
 from dstream_kafka.offsets import TopicPartition
-from dstream_kafka.offsets_admin import describe, export_offsets, history, import_offsets
-from dstream_kafka.store_uri import open_store
+from dstream_kafka.operate.describe import describe, export_offsets, history, import_offsets
+from dstream_kafka.stores.uri import open_store
 
 from test_offsets_reset import _first_offsets
 

@@ -12,8 +12,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies
-from dstream_kafka import config, metrics
-from dstream_kafka.progress import BatchProgress
+from dstream_kafka import config
+from dstream_kafka.ui import metrics
+from dstream_kafka.plan.progress import BatchProgress
 
 from support import wait_until
 

@@ -11,7 +11,7 @@ import pytest
 
 from dstream_kafka import KafkaUtils, LocationStrategies, OffsetRange
 from dstream_kafka.offsets import TopicPartition
-from dstream_kafka.param_checks import REDACTED
+from dstream_kafka.client.param_checks import REDACTED
 from dstream_kafka.stores import OffsetStores
 
 

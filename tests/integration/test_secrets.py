@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 
 from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetRange
-from dstream_kafka import config, metrics
+from dstream_kafka import config
+from dstream_kafka.ui import metrics
 from dstream_kafka.stores import OffsetStores
 
 from support import STRING_DESERIALIZER, wait_until

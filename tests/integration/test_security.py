@@ -150,8 +150,8 @@ def test_a_wrong_truststore_password_is_refused_naming_the_setting_before_any_jo
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
 def test_an_executor_confluent_consumer_reports_a_refused_login_within_seconds(
         secured_kafka, topic, unique, mechanism):
-    from dstream_kafka.backends.confluent import ConfluentBackend
-    from dstream_kafka.kafka_params import fix_kafka_params
+    from dstream_kafka.read.backends.confluent import ConfluentBackend
+    from dstream_kafka.client.kafka_params import fix_kafka_params
 
     wrong = "not-the-password-" + unique("pw")
     params = fix_kafka_params({**_params(secured_kafka, "SASL_SSL", mechanism, password=wrong),

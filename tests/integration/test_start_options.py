@@ -98,7 +98,7 @@ def test_offsets_in_the_store_win_over_every_starting_option(
     first.wait_for(20)
     first.context.stop(stopSparkContext=False, stopGraceFully=True)
     kafka.produce(topic, ["after"], partition=1)
-    with caplog.at_level(logging.INFO, logger="dstream_kafka.resume"):
+    with caplog.at_level(logging.INFO, logger="dstream_kafka.plan.positions"):
         second = start_run(make_ssc, subscribe(kafka, topic, group),
                            offsetStore=OffsetStores.sqlite(db), options=option)
         assert second.wait_for(1) == ["after"]
@@ -114,7 +114,7 @@ def test_a_partition_the_store_lacks_starts_at_the_option_while_a_stored_one_res
         kafka, group, **{"auto.offset.reset": "earliest"})), offsetStore=OffsetStores.sqlite(db))
     first.wait_for(10)
     first.context.stop(stopSparkContext=False, stopGraceFully=True)
-    with caplog.at_level(logging.INFO, logger="dstream_kafka.resume"):
+    with caplog.at_level(logging.INFO, logger="dstream_kafka.plan.positions"):
         second = start_run(make_ssc, subscribe(kafka, topic, group),
                            offsetStore=OffsetStores.sqlite(db),
                            options={"startingOffsets": f'{{"{topic}":{{"0":0,"1":4}}}}'})
@@ -125,7 +125,7 @@ def test_a_partition_the_store_lacks_starts_at_the_option_while_a_stored_one_res
 
 def test_partitions_without_an_option_or_store_log_auto_offset_reset_as_their_origin(
         kafka, make_ssc, unique, topic, caplog):
-    with caplog.at_level(logging.INFO, logger="dstream_kafka.resume"):
+    with caplog.at_level(logging.INFO, logger="dstream_kafka.plan.positions"):
         run = start_run(make_ssc, subscribe(kafka, topic, unique("g")))
         run.wait_batches(1)
     assert f"Partition {topic}-0 starts at offset 10 (from auto.offset.reset=latest)" in caplog.text

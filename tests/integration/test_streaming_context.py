@@ -339,7 +339,7 @@ class TestStop:
 SIGTERM_PROGRAM = textwrap.dedent('''
     import json, sys, time
     from pyspark import SparkContext
-    from dstream_kafka.services.spark import local_spark_conf
+    from dstream_kafka.spark_settings import local_spark_conf
     from dstream_kafka.streaming import InputDStream, StreamingContext, StreamingListener
 
     conf = local_spark_conf("local[1]", "sigterm-test",

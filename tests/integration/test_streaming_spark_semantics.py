@@ -103,7 +103,7 @@ class TestFailedBatches:
 STATEFUL_PROGRAM = textwrap.dedent('''
     import json, operator, sys
     from pyspark import SparkContext
-    from dstream_kafka.services.spark import local_spark_conf
+    from dstream_kafka.spark_settings import local_spark_conf
     from dstream_kafka.streaming import StreamingContext
 
     sc = SparkContext(conf=local_spark_conf("local[1]", "spark-checkpoint-dir"))

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import pytest
 
-from dstream_kafka.commit_queue import CommitQueue
+from dstream_kafka.plan.commit_queue import CommitQueue
 from dstream_kafka.errors import OffsetCommitError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 

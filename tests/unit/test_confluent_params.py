@@ -13,12 +13,12 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import kafka  # noqa: F401  (kafka-python warns on import under some Python versions)
 
-from dstream_kafka.backends import check_backend, create_backend, record_decoder
-from dstream_kafka.backends.confluent import librdkafka_config
-from dstream_kafka.consumer_cache import CacheKey, acquire, cached_consumer, clear
+from dstream_kafka.read.backends import check_backend, create_backend, record_decoder
+from dstream_kafka.read.backends.confluent import librdkafka_config
+from dstream_kafka.read.consumer_cache import CacheKey, acquire, cached_consumer, clear
 from dstream_kafka.errors import ConfigurationError, MissingDependencyError
-from dstream_kafka.kafka_params import fix_kafka_params, utf8_decoder
-from dstream_kafka.kafka_rdd import read_settings
+from dstream_kafka.client.kafka_params import fix_kafka_params, utf8_decoder
+from dstream_kafka.read.kafka_rdd import read_settings
 
 SER = "org.apache.kafka.common.serialization."
 BACKEND = "spark.streaming.kafka.consumer.backend"
@@ -115,11 +115,11 @@ def test_security_settings_are_translated():
 
 
 def test_group_and_commit_settings_are_dropped_and_unmapped_ones_warned_by_name(caplog):
-    from dstream_kafka.backends import confluent
+    from dstream_kafka.read.backends import confluent
 
     confluent._warned.discard("api_version")
     params = _fixed(**{"session.timeout.ms": "10000", "api.version": "2.8"})
-    with caplog.at_level(logging.WARNING, logger="dstream_kafka.backends.confluent"):
+    with caplog.at_level(logging.WARNING, logger="dstream_kafka.read.backends.confluent"):
         conf = librdkafka_config(params)
     assert "session.timeout.ms" not in conf and "api.version" not in conf
     assert "Ignoring Kafka parameter api_version for the confluent-kafka backend" in caplog.text
@@ -208,7 +208,7 @@ def test_unknown_backend_is_refused():
 
 
 def test_timestamp_types_map_to_kafkas_codes():
-    from dstream_kafka.backends import confluent
+    from dstream_kafka.read.backends import confluent
 
     # NOT_AVAILABLE -> none, CREATE_TIME -> CreateTime, LOG_APPEND_TIME -> LogAppendTime
     assert confluent._TIMESTAMP_TYPES == {0: -1, 1: 0, 2: 1}

@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
-from dstream_kafka import consumer_cache
-from dstream_kafka.consumer_cache import CacheKey, CacheSettings, acquire
+from dstream_kafka.read import consumer_cache
+from dstream_kafka.read.consumer_cache import CacheKey, CacheSettings, acquire
 from dstream_kafka.errors import ConfigurationError
 
 CONFIG = {
@@ -158,7 +158,7 @@ def test_impossible_cache_settings_are_rejected():
 
 
 def test_threads_never_hold_the_same_cached_consumer_at_once(caplog):
-    caplog.set_level(logging.ERROR, logger="dstream_kafka.consumer_cache")  # evictions are expected
+    caplog.set_level(logging.ERROR, logger="dstream_kafka.read.consumer_cache")  # evictions are expected
     holders: dict[int, int] = {}
     lock = threading.Lock()
     errors: list[str] = []

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from kafka.errors import KafkaTimeoutError
 
-from dstream_kafka.consumer_strategy import ConsumerStrategies
-from dstream_kafka.latest_offsets import REFRESH_LEADER_BACKOFF_MS, latest_offsets
+from dstream_kafka.plan.consumer_strategy import ConsumerStrategies
+from dstream_kafka.plan.latest_offsets import REFRESH_LEADER_BACKOFF_MS, latest_offsets
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.offsets import TopicPartition
-from dstream_kafka.resume import API_TIMEOUT_MS, PartitionPositions
+from dstream_kafka.plan.positions import API_TIMEOUT_MS, PartitionPositions
 
 
 class _SilentCoordinator:
@@ -63,7 +63,7 @@ class _FlakyEnds:
 @pytest.mark.parametrize("retries", [0, 1, 3])
 def test_the_latest_offsets_look_up_is_tried_max_retries_more_times(retries, monkeypatch) -> None:
     sleeps: list[float] = []
-    monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", sleeps.append)
+    monkeypatch.setattr("dstream_kafka.plan.direct_stream.time.sleep", sleeps.append)
     consumer = _FlakyEnds(failures=retries)
     assert latest_offsets(consumer, [TopicPartition("t", 0)], retries) == {TopicPartition("t", 0): 42}
     assert consumer.calls == retries + 1
@@ -71,7 +71,7 @@ def test_the_latest_offsets_look_up_is_tried_max_retries_more_times(retries, mon
 
 
 def test_the_error_of_the_last_try_is_raised(monkeypatch) -> None:
-    monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", lambda s: None)
+    monkeypatch.setattr("dstream_kafka.plan.direct_stream.time.sleep", lambda s: None)
     consumer = _FlakyEnds(failures=3)
     with pytest.raises(BrokerTimeoutError) as caught:
         latest_offsets(consumer, [TopicPartition("t", 0)], retries=2)
@@ -80,7 +80,7 @@ def test_the_error_of_the_last_try_is_raised(monkeypatch) -> None:
 
 
 def test_a_look_up_that_never_succeeds_names_the_brokers_and_the_keys_bounding_it(monkeypatch) -> None:
-    monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", lambda s: None)
+    monkeypatch.setattr("dstream_kafka.plan.direct_stream.time.sleep", lambda s: None)
     with pytest.raises(BrokerTimeoutError, match=(
             r"Kafka at h1:9092 did not return the latest offsets of t-0 in 3 tries of up to "
             r"5000 ms each \(KafkaTimeoutError: .*spark.streaming.kafka.maxRetries, "
@@ -90,7 +90,7 @@ def test_a_look_up_that_never_succeeds_names_the_brokers_and_the_keys_bounding_i
 
 
 def test_each_try_of_the_look_up_waits_at_most_the_lookup_timeout(monkeypatch) -> None:
-    monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", lambda s: None)
+    monkeypatch.setattr("dstream_kafka.plan.direct_stream.time.sleep", lambda s: None)
     consumer = _FlakyEnds(failures=1)
     latest_offsets(consumer, [TopicPartition("t", 0)], retries=1, timeout_ms=1234)
     assert consumer.timeouts == [1234, 1234]
@@ -98,15 +98,15 @@ def test_each_try_of_the_look_up_waits_at_most_the_lookup_timeout(monkeypatch) -
 
 def test_the_pause_between_tries_is_the_given_backoff(monkeypatch) -> None:
     sleeps: list[float] = []
-    monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", sleeps.append)
+    monkeypatch.setattr("dstream_kafka.plan.direct_stream.time.sleep", sleeps.append)
     latest_offsets(_FlakyEnds(failures=2), [TopicPartition("t", 0)], retries=2, backoff_ms=1500)
     assert sleeps == [1.5, 1.5]
 
 
 def test_a_failed_look_up_of_a_deleted_partition_reports_it_without_retrying(monkeypatch) -> None:
-    from dstream_kafka.latest_offsets import PartitionsGone as _PartitionsGone
+    from dstream_kafka.plan.latest_offsets import PartitionsGone as _PartitionsGone
 
-    monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", lambda s: None)
+    monkeypatch.setattr("dstream_kafka.plan.direct_stream.time.sleep", lambda s: None)
     consumer = _FlakyEnds(failures=1)
     with pytest.raises(_PartitionsGone) as caught:
         latest_offsets(consumer, [TopicPartition("t", 0), TopicPartition("gone", 0)], retries=5,
@@ -117,13 +117,13 @@ def test_a_failed_look_up_of_a_deleted_partition_reports_it_without_retrying(mon
 
 def test_kafka_pythons_key_error_for_a_partition_that_left_the_metadata_is_checked_for_deletion(
         monkeypatch) -> None:
-    from dstream_kafka.latest_offsets import PartitionsGone as _PartitionsGone
+    from dstream_kafka.plan.latest_offsets import PartitionsGone as _PartitionsGone
 
     class _EndsOfAGoneTopic:
         def end_offsets(self, partitions: Any, timeout_ms: int) -> Any:
             raise KeyError(partitions[0])  # what kafka-python 3.0 raises for a deleted topic
 
-    monkeypatch.setattr("dstream_kafka.direct_stream.time.sleep", lambda s: None)
+    monkeypatch.setattr("dstream_kafka.plan.direct_stream.time.sleep", lambda s: None)
     with pytest.raises(_PartitionsGone) as caught:
         latest_offsets(_EndsOfAGoneTopic(), [TopicPartition("gone", 0)], retries=0,
                        find_vanished=lambda parts: set(parts))
@@ -131,7 +131,7 @@ def test_kafka_pythons_key_error_for_a_partition_that_left_the_metadata_is_check
 
 
 def test_a_closed_port_is_not_reachable() -> None:
-    from dstream_kafka.latest_offsets import any_reachable
+    from dstream_kafka.plan.latest_offsets import any_reachable
 
     assert any_reachable("127.0.0.1:1, not a host:::", timeout_s=0.5) is False
 
@@ -139,7 +139,7 @@ def test_a_closed_port_is_not_reachable() -> None:
 def test_a_listening_port_among_the_servers_is_reachable() -> None:
     import socket
 
-    from dstream_kafka.latest_offsets import any_reachable
+    from dstream_kafka.plan.latest_offsets import any_reachable
 
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -182,7 +182,7 @@ class _DeadBroker:
 
 def test_a_stop_abandons_an_unanswered_look_up_within_one_slice() -> None:
     from dstream_kafka.errors import StreamingStateError
-    from dstream_kafka.latest_offsets import MAX_SLICE_MS
+    from dstream_kafka.plan.latest_offsets import MAX_SLICE_MS
 
     stopping = threading.Event()
     started = time.monotonic()

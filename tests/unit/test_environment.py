@@ -52,14 +52,14 @@ def test_missing_maven_names_the_package_to_install_when_jars_are_not_cached(tmp
 
 
 def test_missing_postgresql_server_names_the_debian_package(tmp_path):
-    from dstream_kafka.testing.postgres import postgres_bin_dir
+    from tests.support.postgres import postgres_bin_dir
 
     with pytest.raises(MissingDependencyError, match=r"apt-get install -y postgresql"):
         postgres_bin_dir(tmp_path)
 
 
 def test_missing_zookeeper_names_the_debian_package(tmp_path, monkeypatch):
-    from dstream_kafka.testing import zookeeper
+    from tests.support import zookeeper
 
     monkeypatch.setattr(zookeeper, "_JAR", tmp_path / "zookeeper.jar")
     with pytest.raises(MissingDependencyError, match=r"apt-get install -y zookeeper"):
@@ -67,7 +67,7 @@ def test_missing_zookeeper_names_the_debian_package(tmp_path, monkeypatch):
 
 
 def test_cache_dir_honours_the_environment_variable(tmp_path, monkeypatch):
-    from dstream_kafka.services.environment import cache_dir
+    from dstream_kafka.operate.services.environment import cache_dir
 
     monkeypatch.setenv("DSTREAM_KAFKA_CACHE", str(tmp_path / "c"))
     assert cache_dir() == tmp_path / "c"

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from dstream_kafka.errors import MissingDependencyError
-from dstream_kafka.services import hbase as hbase_module
-from dstream_kafka.services.hbase import HBaseServer, _filtered_tail
-from dstream_kafka.services.hbase_config import mebibytes, site_xml
-from dstream_kafka.services.maven import HBASE_VERSION, hbase_artifacts
+from dstream_kafka.operate.services import hbase as hbase_module
+from dstream_kafka.operate.services.hbase import HBaseServer, _filtered_tail
+from dstream_kafka.operate.services.hbase_config import mebibytes, site_xml
+from dstream_kafka.operate.services.maven import HBASE_VERSION, hbase_artifacts
 
 
 def test_artifacts_are_the_thrift_gateway_of_the_pinned_release():
@@ -119,7 +119,7 @@ def test_a_killed_command_line_hbase_leaves_no_orphan_jvm_and_no_temporary_folde
     import subprocess
     import sys
 
-    from dstream_kafka.services.hbase_process import hbase_status, read_hbase_state
+    from dstream_kafka.operate.services.hbase_process import hbase_status, read_hbase_state
 
     monkeypatch.setenv("DSTREAM_KAFKA_RUN_DIR", str(tmp_path / "run"))
     orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],

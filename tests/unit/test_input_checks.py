@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
-from dstream_kafka.kafka_params import (
+from dstream_kafka.client.kafka_params import (
     REDACTED,
     bootstrap_failure,
     check_bootstrap_servers,

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from dstream_kafka import internal_consumer
+from dstream_kafka.read import internal_consumer
 from dstream_kafka.errors import WrongOffsetError
-from dstream_kafka.internal_consumer import CacheKey, InternalKafkaConsumer
-from dstream_kafka.kafka_rdd import ReadSettings, _partition_reader
+from dstream_kafka.read.internal_consumer import CacheKey, InternalKafkaConsumer
+from dstream_kafka.read.kafka_rdd import ReadSettings, _partition_reader
 from dstream_kafka.record import ConsumerRecord
 
 KEY = CacheKey("spark-executor-g", "t", 0)

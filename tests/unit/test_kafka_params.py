@@ -14,7 +14,7 @@ with warnings.catch_warnings():
     import kafka  # noqa: F401  (kafka-python warns on import under some Python versions)
 
 from dstream_kafka.errors import ConfigurationError
-from dstream_kafka.kafka_params import (
+from dstream_kafka.client.kafka_params import (
     JAVA_RECONNECT_BACKOFF_MAX_MS,
     REDACTED,
     consumer_config,
@@ -99,7 +99,7 @@ def test_metadata_broker_list_from_kafka_08_programs_means_bootstrap_servers():
 
 
 def test_java_only_parameters_are_dropped_with_a_warning(caplog):
-    with caplog.at_level(logging.WARNING, logger="dstream_kafka.kafka_params"):
+    with caplog.at_level(logging.WARNING, logger="dstream_kafka.client.kafka_params"):
         config = consumer_config({"default.api.timeout.ms": "1000", "bootstrap.servers": "h:1"})
     assert config == {"bootstrap_servers": "h:1", **JAVA}
     assert "default.api.timeout.ms" in caplog.text
@@ -139,14 +139,14 @@ def test_executor_group_id_is_prefixed_with_spark_executor():
 
 
 def test_missing_group_id_logs_a_warning_and_uses_spark_executor_none(caplog):
-    with caplog.at_level(logging.WARNING, logger="dstream_kafka.kafka_params"):
+    with caplog.at_level(logging.WARNING, logger="dstream_kafka.client.kafka_params"):
         fixed = fix_kafka_params({"bootstrap.servers": "h:1"})
     assert fixed["group_id"] == "spark-executor-None"
     assert "group.id is null, you should probably set it" in caplog.text
 
 
 def test_receive_buffer_is_raised_to_65536_with_a_warning(caplog):
-    with caplog.at_level(logging.WARNING, logger="dstream_kafka.kafka_params"):
+    with caplog.at_level(logging.WARNING, logger="dstream_kafka.client.kafka_params"):
         fixed = fix_kafka_params({"group.id": "g", "receive.buffer.bytes": 1024})
     assert fixed["receive_buffer_bytes"] == 65536
     assert "receive.buffer.bytes to 65536 (was 1024), see KAFKA-3135" in caplog.text
@@ -162,7 +162,7 @@ def test_receive_buffer_above_65536_is_kept():
 
 
 def test_contradicting_params_are_overridden_with_one_warning_each(caplog):
-    with caplog.at_level(logging.WARNING, logger="dstream_kafka.kafka_params"):
+    with caplog.at_level(logging.WARNING, logger="dstream_kafka.client.kafka_params"):
         fixed = fix_kafka_params(
             {"group.id": "g", "enable.auto.commit": "true", "auto.offset.reset": "earliest"}
         )
@@ -176,7 +176,7 @@ def test_contradicting_params_are_overridden_with_one_warning_each(caplog):
 def test_fixing_is_idempotent_and_silent_the_second_time(caplog):
     once = fix_kafka_params({"group.id": "g", "enable.auto.commit": True})
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="dstream_kafka.kafka_params"):
+    with caplog.at_level(logging.INFO, logger="dstream_kafka.client.kafka_params"):
         twice = fix_kafka_params(once)
     assert twice == once
     assert caplog.records == []
@@ -309,7 +309,7 @@ def test_fingerprint_tells_different_settings_apart():
 
 
 def test_the_stream_driver_stays_in_the_group_commits_only_explicitly_and_decodes_nothing(caplog):
-    with caplog.at_level(logging.WARNING, logger="dstream_kafka.kafka_params"):
+    with caplog.at_level(logging.WARNING, logger="dstream_kafka.client.kafka_params"):
         config = stream_driver_config(
             {
                 "bootstrap.servers": "h:1",

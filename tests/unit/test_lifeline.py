@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dstream_kafka.services.lifeline import lock_holder, parent_death_signal_supported, popen_tied
+from dstream_kafka.operate.services.lifeline import lock_holder, parent_death_signal_supported, popen_tied
 
 pytestmark = pytest.mark.skipif(not parent_death_signal_supported(), reason="Linux only")
 
@@ -33,7 +33,7 @@ def _gone(pid: int, timeout: float = 10.0) -> bool:
 def test_a_tied_child_dies_when_its_parent_is_sigkilled() -> None:
     parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
         import time
-        from dstream_kafka.services.lifeline import popen_tied
+        from dstream_kafka.operate.services.lifeline import popen_tied
         print(popen_tied(["sleep", "600"]).pid, flush=True)
         time.sleep(600)
     """)], stdout=subprocess.PIPE, text=True)

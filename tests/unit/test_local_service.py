@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dstream_kafka.services.environment import LocalService
+from dstream_kafka.operate.services.environment import LocalService
 
 
 class Recorder(LocalService):

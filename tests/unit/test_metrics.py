@@ -1,4 +1,4 @@
-"""Prometheus metrics of dstream_kafka.metrics, updated from BatchProgress records."""
+"""Prometheus metrics of dstream_kafka.ui.metrics, updated from BatchProgress records."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from dstream_kafka import metrics
+from dstream_kafka.ui import metrics
 from dstream_kafka.offsets import OffsetRange, TopicPartition
-from dstream_kafka.progress import BatchProgress
+from dstream_kafka.plan.progress import BatchProgress
 
 
 def _value(name: str, **labels: str) -> float:
@@ -74,8 +74,8 @@ class _Log:
 
 
 def test_each_stored_offset_skipped_with_fail_on_data_loss_false_calls_the_data_loss_hook() -> None:
-    from dstream_kafka.consumer_strategy import ConsumerStrategies
-    from dstream_kafka.resume import PartitionPositions
+    from dstream_kafka.plan.consumer_strategy import ConsumerStrategies
+    from dstream_kafka.plan.positions import PartitionPositions
 
     strategy = ConsumerStrategies.Subscribe(["t"], {"bootstrap.servers": "127.0.0.1:1",
                                                     "group.id": "g"})

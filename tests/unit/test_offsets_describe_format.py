@@ -10,7 +10,7 @@ import pytest
 
 from dstream_kafka.cli import build_parser
 from dstream_kafka.errors import ConfigurationError
-from dstream_kafka.offsets_admin import COLUMNS, OffsetRow, format_rows
+from dstream_kafka.operate.describe import COLUMNS, OffsetRow, format_rows
 
 ROWS = [OffsetRow("etl", "clicks", 0, 118, 0, 120, 2, 1_764_000_005_000, 0),
         OffsetRow("etl", "clicks", 2, 10, 25, 40, 30, None, 15)]
@@ -82,7 +82,7 @@ def test_history_renders_batches_with_their_record_counts_as_a_table_and_as_json
     import datetime as dt
 
     from dstream_kafka.offsets import OffsetRange
-    from dstream_kafka.offsets_admin import format_history
+    from dstream_kafka.operate.describe import format_history
     from dstream_kafka.stores.records import CommitRecord
 
     at = dt.datetime(2026, 1, 2, 3, 4, 5, 6000, tzinfo=dt.timezone.utc)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from dstream_kafka.errors import ConfigurationError, OffsetFencedError, OffsetsJsonError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
-from dstream_kafka.offsets_reset import (
+from dstream_kafka.operate.reset import (
     ResetRow,
     Scenario,
     format_reset,

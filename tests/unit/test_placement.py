@@ -18,7 +18,7 @@ with warnings.catch_warnings():
 
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import TopicPartition
-from dstream_kafka.placement import (
+from dstream_kafka.read.placement import (
     ExecutorLocation,
     LocationStrategies,
     LocationStrategy,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from dstream_kafka import config
 from dstream_kafka.offsets import OffsetRange, TopicPartition
-from dstream_kafka.progress import BatchProgress, ProgressTracker, iso_timestamp, quiet_kafka_logger
+from dstream_kafka.plan.progress import BatchProgress, ProgressTracker, iso_timestamp, quiet_kafka_logger
 
 
 def _progress(**changes: object) -> BatchProgress:
@@ -133,9 +133,9 @@ def test_the_json_path_key_appends_one_json_line_per_batch(tmp_path: Path) -> No
 def test_each_batch_logs_one_info_line_from_the_library(caplog: pytest.LogCaptureFixture) -> None:
     tracker = ProgressTracker()
     tracker.start({}, "d", "g/0", 0)
-    with caplog.at_level(logging.INFO, logger="dstream_kafka.progress"):
+    with caplog.at_level(logging.INFO, logger="dstream_kafka.plan.progress"):
         tracker.notify(tracker.record(1000, [OffsetRange("t", 0, 0, 5)], {}, 1.0, 10, 0, 1.0, 1.0))
-    lines = [r for r in caplog.records if r.name == "dstream_kafka.progress"]
+    lines = [r for r in caplog.records if r.name == "dstream_kafka.plan.progress"]
     assert len(lines) == 1 and lines[0].levelno == logging.INFO
     assert "made progress" in lines[0].getMessage()
 

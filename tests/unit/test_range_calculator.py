@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
-from dstream_kafka.range_calculator import PlannedRange, divide, java_math_round, split_ranges
+from dstream_kafka.plan.range_calculator import PlannedRange, divide, java_math_round, split_ranges
 
 PROPERTY = settings(max_examples=200, deadline=None)
 

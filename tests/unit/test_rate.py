@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import TopicPartition
-from dstream_kafka.rate import (
+from dstream_kafka.plan.rate import (
     DefaultPerPartitionConfig,
     PerPartitionConfig,
     PIDRateEstimator,

@@ -51,8 +51,9 @@ def test_the_readme_layout_map_names_every_module_and_package_of_dstream_kafka()
     package = ROOT / "dstream_kafka"
     names = [p.name for p in package.glob("*.py") if p.name != "__init__.py"]
     names += [f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").is_file()]
-    for sub in ("stores", "services", "streaming", "testing", "backends"):
+    for sub in package.rglob("__init__.py"):
         # inside a package's line a module may be named without its .py
-        names += [p.stem for p in (package / sub).glob("*.py") if p.name != "__init__.py"]
+        names += [p.stem for p in sub.parent.glob("*.py") if p.name != "__init__.py"]
+        names += [f"{p.parent.name}/" for p in sub.parent.glob("*/__init__.py")]
     missing = sorted(n for n in names if not re.search(rf"(?<![\w.]){re.escape(n)}", layout))
     assert missing == []

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from dstream_kafka.consumer_strategy import ConsumerStrategies
+from dstream_kafka.plan.consumer_strategy import ConsumerStrategies
 from dstream_kafka.errors import ConfigurationError, DataLossError, PartitionsRevokedError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
-from dstream_kafka.resume import PartitionPositions
+from dstream_kafka.plan.positions import PartitionPositions
 from dstream_kafka.stores.base import PlannedBatch
 
 PARAMS = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}
@@ -166,7 +166,7 @@ def test_an_empty_store_warns_naming_the_groups_offsets_and_the_option_that_take
         caplog: pytest.LogCaptureFixture) -> None:
     consumer = _Consumer({T0: (0, 50), T1: (0, 50)}, committed={T1: 40})
     positions = _positions()
-    with caplog.at_level("WARNING", logger="dstream_kafka.resume"):
+    with caplog.at_level("WARNING", logger="dstream_kafka.plan.positions"):
         _resume(positions, consumer, _Store({T0: 5}), {T0, T1})
     warning, = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert "t-1 at 40" in warning and """'startingOffsets': '{"t":{"1":40}}'""" in warning
@@ -258,7 +258,7 @@ def test_a_deleted_topic_with_records_past_the_position_fails_naming_the_last_kn
 def test_an_empty_store_given_explicit_offsets_does_not_warn_about_the_groups(
         caplog: pytest.LogCaptureFixture) -> None:
     consumer = _Consumer({T0: (0, 50)}, committed={T0: 40})
-    with caplog.at_level("WARNING", logger="dstream_kafka.resume"):
+    with caplog.at_level("WARNING", logger="dstream_kafka.plan.positions"):
         _resume(_positions(offsets={T0: 7}), consumer, _Store({}), {T0})
     assert not [r for r in caplog.records if "holds committed offsets" in r.getMessage()]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dstream_kafka.services.tls import BrokerSecurity, Pki, listener_properties
+from tests.support.tls import BrokerSecurity, Pki, listener_properties
 
 SECURITY = BrokerSecurity(Pki(Path("/pki"), "store-pw"), {"admin": "admin-pw", "alice": "alice-pw"})
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dstream_kafka.backends.confluent import librdkafka_config
+from dstream_kafka.read.backends.confluent import librdkafka_config
 from dstream_kafka.errors import ConfigurationError
-from dstream_kafka.kafka_params import consumer_config, fix_kafka_params
-from dstream_kafka.security_params import parse_jaas, security_config
+from dstream_kafka.client.kafka_params import consumer_config, fix_kafka_params
+from dstream_kafka.client.security import parse_jaas, security_config
 
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
@@ -128,6 +128,6 @@ def test_jaas_credentials_reach_both_backends():
 @pytest.mark.parametrize("key", ["ssl.keystore.key", "ssl_keystore_key", "ssl.truststore.password",
                                  "ssl.keystore.password", "ssl.key.password"])
 def test_keystore_keys_and_store_passwords_are_redacted(key):
-    from dstream_kafka.kafka_params import REDACTED, redact
+    from dstream_kafka.client.kafka_params import REDACTED, redact
 
     assert redact({key: "-----BEGIN PRIVATE KEY-----"}) == {key: REDACTED}

@@ -76,7 +76,7 @@ def test_the_daemon_entry_point_is_pyspark_daemon_manager() -> None:
 
 
 def test_the_runtime_daemon_module_is_the_one_spark_is_told_to_start() -> None:
-    from dstream_kafka.services.spark import LOW_OVERHEAD_SETTINGS
+    from dstream_kafka.spark_settings import LOW_OVERHEAD_SETTINGS
 
     module = LOW_OVERHEAD_SETTINGS["spark.python.daemon.module"]
     assert module == "dstream_kafka.daemon"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
-from dstream_kafka.bounded_run import BoundedRun
+from dstream_kafka.plan.bounded_run import BoundedRun
 from dstream_kafka.offsets import TopicPartition
 
 TP = TopicPartition("t", 0)

@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 from dstream_kafka.errors import ConfigurationError, OffsetsJsonError
 from dstream_kafka.offsets import TopicPartition
-from dstream_kafka.start_options import StartOptions
+from dstream_kafka.plan.stream_options import StartOptions
 
 
 def test_no_options_leave_the_stream_unbounded_and_failing_on_data_loss() -> None:

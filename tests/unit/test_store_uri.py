@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dstream_kafka.errors import ConfigurationError
-from dstream_kafka.store_uri import StoreURI, open_store, parse_store_uri
+from dstream_kafka.stores.uri import StoreURI, open_store, parse_store_uri
 from dstream_kafka.stores import (
     CheckpointOffsetStore,
     KafkaGroupOffsetStore,
@@ -109,7 +109,7 @@ def test_open_store_builds_the_store_of_each_scheme_without_connecting(tmp_path:
 
 
 def test_a_structured_streaming_uri_names_the_query_checkpoint_folder() -> None:
-    from dstream_kafka.store_uri import open_store, parse_store_uri
+    from dstream_kafka.stores.uri import open_store, parse_store_uri
     from dstream_kafka.stores.structured_streaming import StructuredStreamingCheckpoint
 
     parsed = parse_store_uri("structured-streaming:/data/query/checkpoint")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
-from dstream_kafka.progress import BatchProgress
+from dstream_kafka.plan.progress import BatchProgress
 from dstream_kafka.streaming.listener import (BatchInfo, OutputOperationInfo, StreamInputInfo,
                                               StreamingListenerBatchCompleted,
                                               StreamingListenerBatchStarted,
@@ -223,7 +223,7 @@ def test_the_demo_display_prints_plain_lines_when_output_is_not_a_terminal() -> 
 
     from rich.console import Console
 
-    from dstream_kafka.ui.terminal import PlainDisplay, create_display
+    from dstream_kafka.operate.terminal import PlainDisplay, create_display
 
     out = io.StringIO()
     with create_display("clicks", lambda: "kafka 3", Console(file=out, width=200)) as display:
@@ -242,7 +242,7 @@ def test_the_demo_display_is_live_on_a_terminal_and_lists_the_newest_batch_first
 
     from rich.console import Console
 
-    from dstream_kafka.ui.terminal import LiveDisplay, create_display
+    from dstream_kafka.operate.terminal import LiveDisplay, create_display
 
     out = io.StringIO()
     console = Console(file=out, width=160, force_terminal=True, color_system=None)

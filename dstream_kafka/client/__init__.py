@@ -1,0 +1,1 @@
+"""Client settings: kafkaParams in, Kafka client configurations out."""

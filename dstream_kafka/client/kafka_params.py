@@ -1,0 +1,439 @@
+"""Kafka client parameters: Java-style names to kafka-python, executor fixes, redaction.
+
+Users pass ``kafkaParams`` as they would to Spark (``{"bootstrap.servers": ...,
+"group.id": ..., "key.deserializer": "org.apache.kafka...StringDeserializer"}``) or with
+kafka-python's keyword names (``bootstrap_servers``); both are accepted, also mixed.
+:func:`consumer_config` turns them into keyword arguments for ``kafka.KafkaConsumer``, and
+:func:`fix_kafka_params` applies Spark's ``KafkaUtils.fixKafkaParams`` for executors in one
+logged place. Every other Kafka client this package opens gets its settings here too:
+the stream's driver consumer (:func:`stream_driver_config`), the offset look-up consumer
+(:func:`driver_consumer_config`) and the Kafka group store's clients
+(:func:`store_client_config`). Secret values (passwords, tokens, JAAS configs) never reach a
+log line or an exception text: everything that prints parameters goes through :func:`redact`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import logging
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from dstream_kafka.client.deserializers import DESERIALIZER_CLASSES as DESERIALIZER_CLASSES
+from dstream_kafka.client.deserializers import utf8_decoder as utf8_decoder
+from dstream_kafka.client.deserializers import validate_deserializer as validate_deserializer
+from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.client.param_checks import REDACTED as REDACTED
+from dstream_kafka.client.param_checks import RENAMED
+from dstream_kafka.client.param_checks import bootstrap_failure as bootstrap_failure
+from dstream_kafka.client.param_checks import check_bootstrap_servers as check_bootstrap_servers
+from dstream_kafka.client.param_checks import is_secret_key as is_secret_key
+from dstream_kafka.client.param_checks import redact as redact
+from dstream_kafka.client.param_checks import show_value as show_value
+from dstream_kafka.client.security import SECURITY_KEYS, check_credentials, security_config
+
+__all__ = [
+    "API_TIMEOUT_KEY",
+    "DEFAULT_API_TIMEOUT_MS",
+    "DESERIALIZER_CLASSES",
+    "EXECUTOR_GROUP_PREFIX",
+    "JAVA_RECONNECT_BACKOFF_MAX_MS",
+    "REDACTED",
+    "bootstrap_errors",
+    "bootstrap_failure",
+    "check_bootstrap_servers",
+    "consumer_config",
+    "driver_consumer_config",
+    "executor_group_id",
+    "fix_kafka_params",
+    "is_secret_key",
+    "params_fingerprint",
+    "redact",
+    "show_value",
+    "store_client_config",
+    "stream_driver_config",
+    "utf8_decoder",
+    "validate_deserializer",
+]
+
+log = logging.getLogger(__name__)
+
+#: Java's ``reconnect.backoff.max.ms`` default, given to every client unless kafkaParams set it.
+#: kafka-python's own default is 30000: after a broker restart its clients could wait up to
+#: 30 s more before they try it again, which alone can exceed a stream's look-up retry bound.
+JAVA_RECONNECT_BACKOFF_MAX_MS = 1000
+#: Prefix Spark puts before the user's group id for executor consumers.
+EXECUTOR_GROUP_PREFIX = "spark-executor-"
+_MIN_RECEIVE_BUFFER = 65536  # KAFKA-3135
+
+
+# Java-only settings with no kafka-python equivalent: dropped with a warning.
+_JAVA_ONLY = frozenset(
+    {
+        "default.api.timeout.ms",
+        "auto.include.jmx.reporter",
+        "metric.reporters",
+        "partition.assignment.strategy",
+        "ssl.provider",
+        "security.providers",
+        "group.protocol",
+        "sasl.login.class",
+        "sasl.client.callback.handler.class",
+        "sasl.login.callback.handler.class",
+        "client.dns.lookup.timeout.ms",
+        "key.deserializer.encoding",
+        "value.deserializer.encoding",
+        "deserializer.encoding",
+    }
+)
+# Settings that would change what is read or run user JVM code: refused with a reason.
+_REFUSED = {
+    "interceptor.classes": "consumer interceptors are Java classes and cannot run in Python",
+}
+# Types of kafka-python settings whose default is None.
+_NONE_DEFAULT_TYPES: Mapping[str, type] = {
+    "group_id": str,
+    "group_instance_id": str,
+    "receive_buffer_bytes": int,
+    "send_buffer_bytes": int,
+    "ssl_cafile": str,
+    "ssl_certfile": str,
+    "ssl_keyfile": str,
+    "ssl_crlfile": str,
+    "ssl_password": str,
+    "ssl_ciphers": str,
+    "sasl_mechanism": str,
+    "sasl_plain_username": str,
+    "sasl_plain_password": str,
+    "sasl_kerberos_name": str,
+    "sasl_kerberos_domain_name": str,
+    "proxy_url": str,
+    "socks5_proxy": str,
+}
+# Settings limited to a few words, checked here so kafka-python never sees another value.
+_CHOICES: Mapping[str, tuple[str, ...]] = {
+    "auto_offset_reset": ("earliest", "latest", "none"),
+    "isolation_level": ("read_uncommitted", "read_committed"),
+    "security_protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+}
+
+
+@contextmanager
+def bootstrap_errors(kafkaParams: Mapping[str, Any]) -> Iterator[None]:
+    """Turn a client's failure to reach its bootstrap servers into :func:`bootstrap_failure`'s
+    error; any other exception passes unchanged. SASL credentials the brokers refuse raise
+    :class:`~dstream_kafka.errors.KafkaAuthenticationError` on entry
+    (:func:`~dstream_kafka.client.security.check_credentials`)."""
+    check_credentials(driver_consumer_config(kafkaParams))
+    try:
+        yield
+    except Exception as exc:
+        error = bootstrap_failure(consumer_config(kafkaParams), exc)
+        if error is None:
+            raise
+        raise error from None
+
+
+def _consumer_defaults() -> Mapping[str, Any]:
+    from kafka import KafkaConsumer
+
+    return KafkaConsumer.DEFAULT_CONFIG
+
+
+def executor_group_id(group_id: Any) -> str:
+    """Return Spark's executor group id ``spark-executor-<group.id>`` (``...-None`` if unset)."""
+    return EXECUTOR_GROUP_PREFIX + str(group_id)
+
+
+_show = show_value
+
+
+def _coerce(key: str, shown: str, value: Any, defaults: Mapping[str, Any]) -> Any:
+    default = defaults.get(key)
+    kind = type(default) if default is not None else _NONE_DEFAULT_TYPES.get(key)
+    if kind is bool:
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        if isinstance(value, bool):
+            return value
+        raise ConfigurationError(
+            f"Kafka parameter {shown} must be true or false, got {_show(key, value)}"
+        )
+    if kind is int and not isinstance(value, bool):
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and re.fullmatch(r"\s*-?[0-9]+\s*", value):
+            return int(value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise ConfigurationError(
+            f"Kafka parameter {shown} must be a whole number, got {_show(key, value)}"
+        )
+    if kind is float and isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except ValueError:
+            raise ConfigurationError(
+                f"Kafka parameter {shown} must be a number, got {_show(key, value)}"
+            ) from None
+    if key == "api_version" and isinstance(value, str):
+        if not re.fullmatch(r"[0-9]+(\.[0-9]+){0,2}", value.strip()):
+            raise ConfigurationError(
+                f"Kafka parameter {shown} must be a broker version such as 2.8.0 (or unset to "
+                f"detect it), got {_show(key, value)}"
+            )
+        return tuple(int(part) for part in value.strip().split("."))
+    if key == "bootstrap_servers":
+        return check_bootstrap_servers(value)
+    choices = _CHOICES.get(key)
+    if choices is not None and isinstance(value, str):
+        # Java reads these case-insensitively; kafka-python compares exactly.
+        value = value.strip().upper() if key == "security_protocol" else value.strip().lower()
+    if choices is not None and value not in choices:
+        raise ConfigurationError(
+            f"Kafka parameter {shown} must be one of {', '.join(choices)}, got "
+            f"{_show(key, value)}"
+        )
+    return value
+
+
+def _did_you_mean(key: str, name: str, known: Mapping[str, Any]) -> str:
+    """The closest known parameters to ``key`` in the user's spelling: Java (dotted) names for
+    a dotted ``key``, kafka-python names otherwise; "" when none is close."""
+    close = difflib.get_close_matches(name, list(known), n=3)
+    if "." in key:
+        renamed_from = {python: java for java, python in RENAMED.items()}
+        # The plain dotted form where it means the same (bootstrap.servers), else the old name.
+        close = [c.replace("_", ".") if c.replace("_", ".") not in RENAMED
+                 else renamed_from.get(c, c) for c in close]
+    return f"; did you mean {', '.join(close)}?" if close else ""
+
+
+def consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
+    """Translate ``kafkaParams`` into ``kafka.KafkaConsumer`` keyword arguments.
+
+    Java names (``bootstrap.servers``) become kafka-python names (``bootstrap_servers``);
+    string values are converted to the type kafka-python expects (``"false"`` to ``False``,
+    ``"65536"`` to ``65536``); deserializers are checked with :func:`validate_deserializer`.
+    Java-only settings without a Python meaning are dropped with a warning.
+    ``reconnect.backoff.max.ms`` is Java's 1000 unless given (kafka-python's default is 30000).
+
+    Raises
+    ------
+    ConfigurationError
+        For unknown parameters (with the closest known names), badly typed values, refused
+        settings (``interceptor.classes``, Java keystores) or unusable deserializers. Secret
+        values are never quoted.
+    """
+    if not isinstance(kafkaParams, Mapping):
+        raise ConfigurationError(
+            "kafkaParams must be a dict of Kafka consumer settings, got "
+            f"{type(kafkaParams).__name__}; "
+            'e.g. {"bootstrap.servers": "localhost:9092", "group.id": "app"}'
+        )
+    defaults = _consumer_defaults()
+    out: dict[str, Any] = {}
+    for raw_key, value in kafkaParams.items():
+        if not isinstance(raw_key, str):
+            raise ConfigurationError(f"Kafka parameter names must be strings, got {raw_key!r}")
+        key = raw_key.strip()
+        if key in SECURITY_KEYS:
+            continue  # translated together below: stores, passwords and JAAS belong together
+        if key in _REFUSED:
+            raise ConfigurationError(f"Kafka parameter {key} is not supported: {_REFUSED[key]}")
+        if key == API_TIMEOUT_KEY:
+            log.warning("Kafka parameter %s has no kafka-python equivalent: the clients ignore it; "
+                        "a direct stream's driver bounds its group-coordinator look-ups with it", key)
+            continue
+        if key in _JAVA_ONLY:
+            log.warning("Ignoring Kafka parameter %s: it has no kafka-python equivalent", key)
+            continue
+        name = RENAMED.get(key, key.replace(".", "_"))
+        if name not in defaults:
+            raise ConfigurationError(
+                f"Unknown Kafka consumer parameter {key!r}{_did_you_mean(key, name, defaults)}")
+        if name in ("key_deserializer", "value_deserializer"):
+            out[name] = validate_deserializer(key, value)
+        elif name in out and out[name] != value:
+            raise ConfigurationError(
+                f"Kafka parameter {key} is given twice with different values (Java and Python "
+                "spelling); keep one"
+            )
+        else:
+            out[name] = _coerce(name, key, value, defaults)
+    for name, value in security_config(kafkaParams).items():
+        out.setdefault(name, value)  # an explicit kafka-python spelling wins
+    out.setdefault("reconnect_backoff_max_ms", JAVA_RECONNECT_BACKOFF_MAX_MS)
+    return out
+
+
+def fix_kafka_params(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
+    """Return executor consumer settings: Spark's ``fixKafkaParams``, as kafka-python kwargs.
+
+    Executors only read what the driver planned, so, as in Spark:
+
+    * ``enable.auto.commit`` is forced to false;
+    * ``auto.offset.reset`` is forced to ``none`` (an out-of-range offset is an error, never
+      a silent jump);
+    * ``group.id`` becomes ``spark-executor-<group.id>``, so executors never share the
+      driver's group (an error is logged when no group id is set);
+    * ``receive.buffer.bytes`` is raised to at least 65536 (KAFKA-3135).
+
+    A user value that contradicts a forced one is overridden with a warning naming the
+    parameter; values are never logged for secret keys. The input is not modified. The
+    function is idempotent: fixing fixed parameters changes nothing and warns about nothing
+    (so a group id that already starts with ``spark-executor-`` is not prefixed again).
+
+    Raises
+    ------
+    ConfigurationError
+        As :func:`consumer_config`.
+    """
+    params = consumer_config(kafkaParams)
+    if params.get("enable_auto_commit", False) is not False:
+        log.warning(
+            "overriding enable.auto.commit to false for executor (was %s)",
+            params["enable_auto_commit"],
+        )
+    params["enable_auto_commit"] = False
+    if params.get("auto_offset_reset", "none") != "none":
+        log.warning(
+            "overriding auto.offset.reset to none for executor (was %s)",
+            params["auto_offset_reset"],
+        )
+    params["auto_offset_reset"] = "none"
+    original = params.get("group_id")
+    if original is None:
+        # Spark logs this as an error; a plain read (createRDD, 0-8 programs) works without one.
+        log.warning("group.id is null, you should probably set it (it names this application's "
+                    "executor consumers and is where commitAsync commits)")
+    if original is not None and str(original).startswith(EXECUTOR_GROUP_PREFIX):
+        # Already fixed (parameters fixed again for every batch): idempotent, no prefix twice.
+        params["group_id"] = str(original)
+    else:
+        params["group_id"] = executor_group_id(original)
+        log.info("overriding executor group.id to %s", params["group_id"])
+    receive_buffer = params.get("receive_buffer_bytes")
+    if receive_buffer is None or receive_buffer < _MIN_RECEIVE_BUFFER:
+        if receive_buffer is not None:
+            log.warning(
+                "overriding receive.buffer.bytes to %d (was %d), see KAFKA-3135",
+                _MIN_RECEIVE_BUFFER,
+                receive_buffer,
+            )
+        params["receive_buffer_bytes"] = _MIN_RECEIVE_BUFFER
+    return params
+
+
+def driver_consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
+    """Return settings for a short-lived driver consumer that only looks up offsets.
+
+    The user's parameters are kept (so ``isolation.level`` decides whether "latest" is the
+    high watermark or the last stable offset), but the consumer joins no group, commits
+    nothing, creates no topics and decodes nothing.
+    """
+    params = consumer_config(kafkaParams)
+    for key in ("key_deserializer", "value_deserializer", "group_instance_id"):
+        params.pop(key, None)
+    params.update(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False)
+    return params
+
+
+#: Kafka's setting for how long a client call that needs the group coordinator may wait.
+API_TIMEOUT_KEY = "default.api.timeout.ms"
+#: Its Kafka default (kafka-python has none: without a bound it waits for ever).
+DEFAULT_API_TIMEOUT_MS = 60_000
+
+
+def stream_driver_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
+    """Return settings for a stream's driver consumer: the user's params, in its group.
+
+    The driver never reads records (its partitions are paused), so deserializers are dropped;
+    offsets are committed only explicitly (``commitAsync`` or an offset store), so auto commit
+    is off.
+    """
+    config = consumer_config(kafkaParams)
+    if config.get("enable_auto_commit"):
+        log.warning("enable.auto.commit=true is ignored by the driver: offsets are committed "
+                    "after each batch's output (commitAsync or an offset store)")
+    for key in ("key_deserializer", "value_deserializer"):
+        config.pop(key, None)
+    config["enable_auto_commit"] = False
+    return config
+
+
+def store_client_config(kafkaParams: Mapping[str, Any], client: str = "consumer", *,
+                        defaults: Mapping[str, Any] | None = None,
+                        required: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Return settings for the Kafka group offset store's ``client``: consumer, producer or admin.
+
+    The translation is :func:`consumer_config`'s (JAAS configs, typed values, unknown names
+    refused). (De)serializers are dropped (the store handles bytes), and so are the settings
+    the kafka-python ``client`` does not take; ``bootstrap.servers`` is required.
+
+    Parameters
+    ----------
+    kafkaParams : Mapping
+        The user's Kafka params (Java names).
+    client : str
+        ``"consumer"``, ``"producer"`` or ``"admin"``.
+    defaults : Mapping, optional
+        kafka-python settings the store uses unless the user's params set them
+        (``client_id``, ``request_timeout_ms``).
+    required : Mapping, optional
+        kafka-python settings the store depends on (``acks``, ``group_id``); they replace the
+        user's. Every setting of a store client comes from this one mapping, so a user
+        parameter never collides with a store keyword.
+
+    Raises
+    ------
+    ConfigurationError
+        For params that are not a mapping, lack ``bootstrap.servers``, or that
+        :func:`consumer_config` refuses.
+    """
+    import kafka
+
+    if not isinstance(kafkaParams, Mapping):
+        raise ConfigurationError(
+            "Kafka params must be a dict such as {'bootstrap.servers': 'host:9092', 'group.id': 'g'}, "
+            f"got {type(kafkaParams).__name__}")
+    known = {"consumer": kafka.KafkaConsumer, "producer": kafka.KafkaProducer,
+             "admin": kafka.KafkaAdminClient}[client].DEFAULT_CONFIG
+    config = {name: value for name, value in consumer_config(kafkaParams).items()
+              if name in known and not name.endswith(("_deserializer", "_serializer"))}
+    if not config.get("bootstrap_servers"):
+        raise ConfigurationError("Kafka params need 'bootstrap.servers', e.g. {'bootstrap.servers': '127.0.0.1:9092'}")
+    return {**(defaults or {}), **config, **(required or {})}
+
+
+def _callable_identity(value: Any) -> str:
+    target = value if callable(value) and not hasattr(value, "deserialize") else type(value)
+    name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
+    code = getattr(value, "__code__", None)
+    if code is not None:
+        # Two lambdas share a qualname; their bytecode and plain constants tell them apart.
+        consts = tuple(
+            c for c in code.co_consts if isinstance(c, (str, bytes, int, float, type(None)))
+        )
+        digest = hashlib.sha1(repr((code.co_code, code.co_names, consts)).encode()).hexdigest()
+        name += f"#{digest[:16]}"
+    return name
+
+
+def params_fingerprint(params: Mapping[str, Any]) -> str:
+    """Return a SHA-256 hex digest identifying ``params``.
+
+    Executors compare it with the cached consumer's, so a consumer built for other settings
+    (another broker list, isolation level, credentials or deserializer) is replaced, not
+    reused. A digest, so that printing it reveals no secret.
+    """
+    parts = []
+    for key in sorted(params):
+        value = params[key]
+        if callable(value) or hasattr(value, "deserialize"):
+            value = _callable_identity(value)
+        parts.append(f"{key}={value!r}")
+    return hashlib.sha256("\n".join(parts).encode("utf-8", "backslashreplace")).hexdigest()

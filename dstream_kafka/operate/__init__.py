@@ -1,0 +1,1 @@
+"""What operators run at a terminal: the offsets commands, the demo, the live display and the local services."""

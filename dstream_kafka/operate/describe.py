@@ -1,0 +1,434 @@
+"""Seeing committed offsets: what ``dstream-kafka offsets describe`` shows, as a Python API.
+
+:func:`describe` joins a store's committed offsets with the broker's log start and log end
+offsets, like Kafka's ``kafka-consumer-groups --describe`` (plus the log start offset, the time
+of the last committed batch and a mark where data was already lost).
+:func:`format_rows` renders rows as a table (rich on a terminal, plain text otherwise), JSON or
+CSV. :func:`export_offsets` and :func:`import_offsets` move a group's offsets between stores
+in Structured Streaming's offsets JSON (``{"topic":{"0":23}}``).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.offsets import TopicPartition
+from dstream_kafka.operate.broker import (OffsetsBroker, bound_note, brokers_for, check_named_partitions,
+                                          check_topic_name)
+from dstream_kafka.stores.base import OffsetStore
+from dstream_kafka.stores.records import CommitRecord
+
+__all__ = ["COLUMNS", "OffsetRow", "describe", "export_offsets", "format_history", "format_rows", "history",
+           "import_offsets", "render_table", "reset"]
+
+#: The table's columns, in order.
+COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET",
+           "LAG", "LAST-BATCH-TIME", "DATA-LOST")
+
+
+@dataclass(frozen=True)
+class OffsetRow:
+    """One partition of a group as :func:`describe` sees it.
+
+    Attributes
+    ----------
+    group, topic : str
+    partition : int
+    current_offset : int
+        The committed next offset to read.
+    log_start_offset, log_end_offset : int or None
+        The broker's first and next offset of the partition (None when it is gone).
+    lag : int or None
+        ``log_end_offset - current_offset`` (never below 0; None when the partition is gone).
+    last_batch_time_ms : int or None
+        Batch time of the newest committed batch that read the partition (None when the
+        store keeps no history of it).
+    data_lost : int
+        Records already deleted by retention before the stream read them:
+        ``log_start_offset - current_offset`` when positive, else 0.
+    gone : str
+        ``""``, or why the broker no longer has the partition the store holds: ``"topic
+        deleted"`` or ``"partition deleted"`` (the topic was recreated with fewer).
+    """
+
+    group: str
+    topic: str
+    partition: int
+    current_offset: int
+    log_start_offset: int | None
+    log_end_offset: int | None
+    lag: int | None
+    last_batch_time_ms: int | None
+    data_lost: int
+    gone: str = ""
+
+    def last_batch_time(self) -> str:
+        """Return the last batch's time as ISO 8601 UTC, or ``"-"``."""
+        if self.last_batch_time_ms is None:
+            return "-"
+        t = _dt.datetime.fromtimestamp(self.last_batch_time_ms / 1000, _dt.timezone.utc)
+        return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    def cells(self) -> tuple[str, ...]:
+        """Return the row's cells in :data:`COLUMNS` order (``-`` for offsets of a gone partition,
+        whose DATA-LOST cell says ``TOPIC DELETED`` or ``PARTITION DELETED``)."""
+        mark = self.gone.upper() if self.gone else f"LOST {self.data_lost}" if self.data_lost else ""
+        return (self.group, self.topic, str(self.partition), str(self.current_offset),
+                *("-" if v is None else str(v) for v in (self.log_start_offset, self.log_end_offset, self.lag)),
+                self.last_batch_time(), mark)
+
+
+def describe(store: OffsetStore | str, group: str, *, bootstrap_servers: str | None = None,
+             topic: str | None = None, timeout: float = 10.0) -> list[OffsetRow]:
+    """Return the committed offsets of ``group`` with the broker's offsets and the lag.
+
+    Parameters
+    ----------
+    store : OffsetStore or str
+        A store or a store URI (:mod:`dstream_kafka.stores.uri`); a store opened from a URI is
+        closed before returning.
+    group : str
+        The consumer group (the stream's ``group.id``).
+    bootstrap_servers : str, optional
+        The brokers to ask for log offsets; defaults to the hosts of a ``kafka://`` store URI.
+    topic : str, optional
+        Only this topic.
+    timeout : float
+        Seconds to wait for the store and the broker.
+
+    Returns
+    -------
+    list of OffsetRow
+        Sorted by topic and partition. A partition the broker no longer has (its topic was
+        deleted) is a row with ``gone`` set and no log offsets; the others are shown as usual.
+
+    Raises
+    ------
+    ConfigurationError
+        No brokers to ask; no such store (a store URI is opened for reading: nothing is
+        created); an unknown group (nothing committed) or topic.
+    """
+    bootstrap_servers = brokers_for(store, bootstrap_servers)
+    if isinstance(store, str):
+        opened, _ = _opened(store, timeout)
+        try:
+            return describe(opened, group, bootstrap_servers=bootstrap_servers, topic=topic,
+                            timeout=timeout)
+        finally:
+            opened.close()
+    committed = store.load(group, None if topic is None else [topic])
+    if not committed:
+        what = f"topic {topic!r} of group {group!r}" if topic else f"group {group!r}"
+        raise ConfigurationError(
+            f"--group/--topic: the store holds no committed offsets for {what}; check the names "
+            "(a stream commits after its first batch)")
+    last: dict[TopicPartition, int] = {}
+    for record in store.history(group, limit=1000):  # newest first
+        for r in record.ranges:
+            last.setdefault(r.topicPartition(), record.batch_time_ms)
+    with OffsetsBroker(bootstrap_servers, timeout) as broker:
+        gone = broker.existing(committed)
+        start, end = broker.log_offsets([tp for tp in committed if not gone[tp]])
+    rows = []
+    for tp, current in sorted(committed.items()):
+        if gone[tp]:
+            rows.append(OffsetRow(group, tp.topic, tp.partition, current, None, None, None, last.get(tp), 0,
+                                  gone[tp]))
+            continue
+        rows.append(OffsetRow(group, tp.topic, tp.partition, current, start[tp], end[tp],
+                              max(end[tp] - current, 0), last.get(tp),
+                              max(start[tp] - current, 0)))
+    return rows
+
+
+def format_rows(rows: Sequence[OffsetRow], fmt: str = "table", *, terminal: bool = False) -> str:
+    """Render rows of :func:`describe` with a total line.
+
+    Parameters
+    ----------
+    rows : sequence of OffsetRow
+    fmt : {"table", "json", "csv"}
+        ``table``: aligned columns (a rich table when ``terminal``), rows with data lost
+        marked ``LOST n`` (partitions gone from the cluster ``TOPIC DELETED``), then a ``TOTAL`` line of lag and lost records. ``json``: a list of
+        objects (the fields of :class:`OffsetRow`, with ``last_batch_time`` as ISO 8601;
+        a gone partition has ``null`` log offsets and lag, and ``gone`` says why).
+        ``csv``: a header of :data:`COLUMNS` and one line per row (no total).
+    terminal : bool
+        Draw a rich table (colours, borders) instead of plain text.
+
+    Returns
+    -------
+    str
+    """
+    if fmt == "json":
+        return json.dumps([{**asdict(r), "last_batch_time": r.last_batch_time()} for r in rows],
+                          indent=2)
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(COLUMNS)
+        writer.writerows(r.cells() for r in rows)
+        return out.getvalue().rstrip("\n")
+    if fmt != "table":
+        raise ConfigurationError(f"--format must be table, json or csv, got {fmt!r}")
+    lag = sum(r.lag or 0 for r in rows)
+    lost = sum(r.data_lost for r in rows)
+    gone = sum(1 for r in rows if r.gone)
+    total = (f"TOTAL: {len(rows)} partitions, lag {lag}"
+             + (f", {lost} records LOST (committed offset below the log start)" if lost else "")
+             + (f", {gone} GONE from the cluster (topic deleted; not in the lag)" if gone else ""))
+    rendered = render_table(COLUMNS, [(r.cells(), bool(r.data_lost or r.gone)) for r in rows], terminal=terminal)
+    return rendered + "\n" + total
+
+
+#: Columns :func:`render_table` aligns right.
+NUMERIC_COLUMNS = frozenset({"PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET",
+                             "LAG", "RECORDS"})
+
+
+def render_table(columns: Sequence[str], rows: Sequence[tuple[Sequence[str], bool]], *,
+                 terminal: bool = False) -> str:
+    """Return rows as aligned columns drawn by rich; a row flagged True is red on a terminal.
+
+    Without ``terminal`` the text is plain (no borders, colours or trailing spaces), for pipes.
+    """
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD if terminal else None, show_edge=False, pad_edge=False,
+                  header_style="bold" if terminal else "")
+    for name in columns:
+        table.add_column(name, justify="right" if name in NUMERIC_COLUMNS else "left", no_wrap=True)
+    for cells, flagged in rows:
+        table.add_row(*cells, style="red" if (terminal and flagged) else None)
+    console = Console(file=io.StringIO(), width=1000, force_terminal=terminal,
+                      color_system="standard" if terminal else None, highlight=False)
+    console.print(table)
+    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()).strip("\n")  # type: ignore[attr-defined]
+
+
+def _opened(store: OffsetStore | str, timeout: float, *, create: bool = False) -> tuple[OffsetStore, bool]:
+    """Return (store, whether this call opened it); a URI is opened for reading (``create``
+    False: it must exist and nothing is created) unless ``create``."""
+    from dstream_kafka.stores.uri import open_store
+
+    return (open_store(store, timeout=timeout, create=create), True) if isinstance(store, str) else (store, False)
+
+
+def export_offsets(store: OffsetStore | str, group: str, *, topic: str | None = None,
+                   timeout: float = 10.0) -> str:
+    """Return the committed offsets of ``group`` as Structured Streaming's offsets JSON.
+
+    Parameters
+    ----------
+    store : OffsetStore or str
+        A store or a store URI (a store opened from a URI is closed before returning).
+    group : str
+        The consumer group.
+    topic : str, optional
+        Only this topic.
+    timeout : float
+        Seconds to wait for the store.
+
+    Returns
+    -------
+    str
+        ``{"topic":{"partition":offset}}``, sorted; the next offset to read per partition.
+
+    Raises
+    ------
+    ConfigurationError
+        If the store holds no offsets for the group (or topic).
+    """
+    from dstream_kafka.offsets_json import partition_offsets_to_json
+
+    opened, owned = _opened(store, timeout)
+    try:
+        committed = opened.load(group, None if topic is None else [topic])
+    finally:
+        if owned:
+            opened.close()
+    if not committed:
+        what = f"topic {topic!r} of group {group!r}" if topic else f"group {group!r}"
+        raise ConfigurationError(
+            f"--group/--topic: the store holds no committed offsets for {what}; check the names")
+    return partition_offsets_to_json(committed)
+
+
+def import_offsets(store: OffsetStore | str, group: str, offsets_json: str, *,
+                   bootstrap_servers: str | None = None, batch_time_ms: int | None = None,
+                   timeout: float = 10.0) -> CommitRecord:
+    """Write offsets given as Structured Streaming's offsets JSON as one new commit of ``group``.
+
+    The import is an ordinary commit through the store's API, so it is atomic, it appears in
+    :meth:`~dstream_kafka.stores.base.OffsetStore.history` (batch time = the import time) and
+    earlier commits stay untouched. Each range runs from the stored offset to the imported
+    one; a partition the store does not hold yet starts at the imported offset.
+
+    Before the store is opened (a store URI that names no store yet is created, so an import
+    can seed a new store), the offsets are checked against the broker as
+    :func:`~dstream_kafka.operate.reset.reset` checks a ``--from-file``: topic names Kafka
+    accepts, topics and partitions that exist, and offsets within ``[log start, log end]``
+    (refused, not clamped: an import writes at once, without a dry run).
+
+    Parameters
+    ----------
+    store : OffsetStore or str
+        The target store or its URI.
+    group : str
+        The consumer group.
+    offsets_json : str
+        ``{"topic":{"partition":offset}}`` with concrete offsets (no -1/-2).
+    bootstrap_servers : str, optional
+        The brokers of the topics; default the hosts of a ``kafka://`` store URI.
+    batch_time_ms : int, optional
+        The commit's batch time; default now. Must be later than the group's newest commit.
+    timeout : float
+        Seconds to wait for the store and the broker.
+
+    Returns
+    -------
+    CommitRecord
+        The commit written.
+
+    Raises
+    ------
+    OffsetsJsonError
+        If the text is not offsets JSON (nothing is written).
+    ConfigurationError
+        If no brokers are named, a topic name is not one Kafka accepts, a topic or partition
+        does not exist, an offset lies outside its partition's log, an offset is below the stored one (moving back is a reset, not an import), or a
+        stream has a planned batch not committed yet (it holds the store).
+    OffsetFencedError
+        If a stream committed between the read and the write (the store's fencing).
+    """
+    import time
+
+    from dstream_kafka.offsets import OffsetRange
+    from dstream_kafka.offsets_json import partition_offsets_from_json
+
+    wanted = partition_offsets_from_json(offsets_json, "--file", allowed_sentinels=())
+    if not wanted:
+        raise ConfigurationError('--file: the offsets JSON names no partition; expected e.g. {"topic":{"0":23}}')
+    servers = brokers_for(store, bootstrap_servers)
+    for tp in wanted:
+        check_topic_name(tp.topic, "--file")
+    with OffsetsBroker(servers, timeout) as broker:
+        check_named_partitions(broker, wanted, "--file")
+        low, high = broker.log_offsets(sorted(wanted))
+    outside = [f"{tp.topic}-{tp.partition} {bound_note(o, low[tp], high[tp])} (the log holds [{low[tp]}, {high[tp]}])"
+               for tp, o in sorted(wanted.items()) if bound_note(o, low[tp], high[tp])]
+    if outside:
+        raise ConfigurationError(
+            f"--file: {'; '.join(outside)}; an import stores only offsets within [log start, log end]: fix the "
+            "file, or use `dstream-kafka offsets reset --from-file FILE`, which clamps into the log. Nothing was "
+            "written.")
+    opened, owned = _opened(store, timeout, create=True)
+    try:
+        pending = opened.pending(group)
+        if pending is not None:
+            raise ConfigurationError(
+                f"--store: a stream holds group {group!r}: batch {pending.batch_time_ms} is planned but "
+                "not committed; stop the stream (or let it finish the batch) and import again")
+        stored = opened.load(group)
+        ranges = []
+        for tp, offset in sorted(wanted.items()):
+            start = stored.get(tp, offset)
+            if offset < start:
+                raise ConfigurationError(
+                    f"--file: {tp.topic}-{tp.partition} would move back from {start} to {offset}; an "
+                    "import only adds partitions or moves offsets forward (moving back is a reset)")
+            ranges.append(OffsetRange(tp.topic, tp.partition, start, offset))
+        newest = opened.history(group, limit=1)
+        t = int(time.time() * 1000) if batch_time_ms is None else batch_time_ms
+        if newest and t <= newest[0].batch_time_ms:
+            t = newest[0].batch_time_ms + 1
+        opened.commit(group, t, ranges)
+        written = opened.history(group, limit=1)
+        return written[0] if written else CommitRecord(t, tuple(ranges), _dt.datetime.now(_dt.timezone.utc))
+    finally:
+        if owned:
+            opened.close()
+
+
+def history(store: OffsetStore | str, group: str, *, limit: int = 20,
+            timeout: float = 10.0) -> list[CommitRecord]:
+    """Return up to ``limit`` committed batches of ``group``, newest first.
+
+    Imports (:func:`import_offsets`) are commits too and appear here. The Kafka group store
+    keeps only the newest batch.
+
+    Raises
+    ------
+    ConfigurationError
+        If ``limit`` is not >= 1, or the store holds no commit of the group.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ConfigurationError(f"--limit must be a whole number >= 1, got {limit!r}")
+    opened, owned = _opened(store, timeout)
+    try:
+        records = opened.history(group, limit)
+    finally:
+        if owned:
+            opened.close()
+    if not records:
+        raise ConfigurationError(
+            f"--group: the store holds no committed batch of group {group!r}; check the name "
+            "(a stream commits after its first batch)")
+    return records
+
+
+def format_history(records: Sequence[CommitRecord], fmt: str = "table", *,
+                   terminal: bool = False) -> str:
+    """Render :func:`history` as a table (BATCH-TIME COMMITTED-AT RECORDS RANGES) or JSON.
+
+    Ranges are ``topic-partition:[from,until)``; RECORDS is the sum of their lengths.
+    """
+    def iso(t: _dt.datetime) -> str:
+        return t.astimezone(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    def batch(ms: int) -> str:
+        return iso(_dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc))
+
+    if fmt == "json":
+        return json.dumps([{"batch_time_ms": r.batch_time_ms, "batch_time": batch(r.batch_time_ms),
+                            "committed_at": iso(r.committed_at),
+                            "records": sum(x.count() for x in r.ranges),
+                            "reset": None if r.reset is None else r.reset.doc(),
+                            "ranges": [{"topic": x.topic, "partition": x.partition,
+                                        "fromOffset": x.fromOffset, "untilOffset": x.untilOffset}
+                                       for x in r.ranges]} for r in records], indent=2)
+    if fmt != "table":
+        raise ConfigurationError(f"--format must be table or json, got {fmt!r}")
+    return render_table(("BATCH-TIME", "COMMITTED-AT", "RECORDS", "RANGES"),
+                        [((batch(r.batch_time_ms), iso(r.committed_at), str(sum(x.count() for x in r.ranges)),
+                           _ranges_text(r)), r.reset is not None) for r in records], terminal=terminal)
+
+
+def _ranges_text(record: CommitRecord) -> str:
+    """``topic-partition:[from,until)`` per range; a reset shows ``RESET by user@host`` and
+    ``topic-partition: old -> new`` instead."""
+    if record.reset is None:
+        return " ".join(f"{x.topic}-{x.partition}:[{x.fromOffset},{x.untilOffset})" for x in record.ranges)
+    moves = " ".join(f"{x.topic}-{x.partition}: {record.reset.previous.get(x.topicPartition(), '-')} -> "
+                     f"{x.untilOffset}" for x in record.ranges)
+    return f"RESET by {record.reset.user}@{record.reset.host}: {moves}"
+
+
+def reset(store: OffsetStore | str, group: str, scenario: Any, *, topics: Sequence[str] = (),
+          all_topics: bool = False, bootstrap_servers: str | None = None, execute: bool = False,
+          timeout: float = 10.0) -> list[Any]:
+    """Plan (and with ``execute`` write) a reset of ``group``'s offsets; see
+    :func:`dstream_kafka.operate.reset.reset`, which this is."""
+    from dstream_kafka.operate.reset import reset as _reset
+
+    return _reset(store, group, scenario, topics=topics, all_topics=all_topics,
+                  bootstrap_servers=bootstrap_servers, execute=execute, timeout=timeout)

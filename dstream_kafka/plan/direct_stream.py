@@ -1,0 +1,518 @@
+"""The Kafka direct stream: where each batch is planned and where its offsets are committed.
+
+Per batch, on the driver's scheduler thread (Spark's ``DirectKafkaInputDStream.compute``):
+
+1. a metadata refresh finds new partitions and matching topics (a rejoin when they changed),
+   and a paused ``poll(0)`` keeps the driver consumer in its group and applies rebalances;
+2. partitions that appeared start at their stored/committed offset, else at their first offset;
+   partitions that were revoked fail the batch (another stream uses the same ``group.id``);
+3. the latest offsets are clamped by the rate limits (``maxRatePerPartition``, backpressure,
+   ``maxOffsetsPerTrigger``) into this batch's ``OffsetRange`` list, one per partition;
+4. the offset store's write-ahead log records the ranges, then a :class:`KafkaRDD` is built.
+
+After every output operation of the batch has finished, :meth:`on_batch_completed` commits the
+ranges to the offset store, sends the ``commitAsync`` queue to Kafka (without waiting for the
+answer) and records the progress. Where partitions start and resume is
+:mod:`dstream_kafka.plan.positions`; progress records are :mod:`dstream_kafka.plan.progress`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from dstream_kafka import _kafka_internals
+from dstream_kafka.plan.bounded_run import BoundedRun, stop_when_all_done
+from dstream_kafka.plan.backpressure import RateController, create_rate_estimator, estimated_rate
+from dstream_kafka.plan.commit_queue import COMMIT_WAIT_ON_STOP_S, CommitCallback, CommitQueue
+from dstream_kafka.config import SparkConfReader
+from dstream_kafka.plan.consumer_strategy import (
+    Assign,
+    ConsumerStrategy,
+    assignment_timeout,
+    discover_partitions,
+    note_stranded_member,
+    seek_back,
+)
+from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
+from dstream_kafka.client.kafka_params import fix_kafka_params
+from dstream_kafka.plan.latest_offsets import PartitionsGone, any_reachable, latest_offsets
+from dstream_kafka.offsets import OffsetRange, TopicPartition
+from dstream_kafka.client.param_checks import check_offset_store
+from dstream_kafka.read.placement import LocationStrategy, PreferBrokers
+from dstream_kafka.ui.metrics import count_data_loss
+from dstream_kafka.plan.progress import BatchProgress, ProgressTracker, describe_ranges
+from dstream_kafka.plan.rate import (
+    DefaultPerPartitionConfig,
+    PerPartitionConfig,
+    clamp,
+    max_offsets_per_trigger_limit,
+)
+from dstream_kafka.plan.positions import API_TIMEOUT_MS, PartitionPositions
+from dstream_kafka.plan.stream_options import StartOptions
+from dstream_kafka.streaming.input import InputDStream
+
+if TYPE_CHECKING:
+    import collections
+    from datetime import datetime
+
+    from dstream_kafka.read.kafka_rdd import KafkaRDD
+
+    from dstream_kafka.stores.base import OffsetStore, TransactionalOffsetStore
+    from dstream_kafka.streaming.context import StreamingContext
+    from dstream_kafka.streaming.listener import BatchInfo
+
+__all__ = ["API_TIMEOUT_MS", "BatchProgress", "CommitCallback", "DirectKafkaInputDStream"]
+
+logger = logging.getLogger(__name__)
+
+#: Longest time one batch's driver poll waits for a group rebalance to complete.
+REJOIN_TIMEOUT_S = 30.0
+
+class DirectKafkaInputDStream(InputDStream[Any]):
+    """A stream of :class:`~dstream_kafka.record.ConsumerRecord` RDDs, one Kafka partition per
+    Spark partition, read exactly once per batch between committed offsets.
+
+    Create it with :meth:`KafkaUtils.createDirectStream`. ``commitAsync`` is thread-safe.
+
+    Attributes
+    ----------
+    currentOffsets : dict
+        The next offset to read per partition (the driver position; advanced when a batch is
+        planned, before its jobs run, as in Spark).
+    rateController : RateController or None
+        Set when ``spark.streaming.backpressure.enabled``; replaceable (tests use a constant
+        estimator, as Spark's suite does).
+    initialRate : int
+        ``spark.streaming.backpressure.initialRate``: the rate used until the estimator has one.
+    """
+
+    def __init__(self, ssc: StreamingContext, locationStrategy: LocationStrategy,
+                 consumerStrategy: ConsumerStrategy,
+                 perPartitionConfig: PerPartitionConfig | None = None,
+                 offsetStore: OffsetStore | None = None, maxOffsetsPerTrigger: int | None = None,
+                 failOnDataLoss: bool | None = None,
+                 options: Mapping[str, Any] | None = None) -> None:
+        if not isinstance(consumerStrategy, ConsumerStrategy):
+            raise ConfigurationError(
+                "consumerStrategy must come from ConsumerStrategies.Subscribe/SubscribePattern/Assign "
+                f"or subclass ConsumerStrategy, got {type(consumerStrategy).__name__}")
+        if not isinstance(locationStrategy, LocationStrategy):
+            raise ConfigurationError(
+                "locationStrategy must be LocationStrategies.PreferConsistent, PreferBrokers or "
+                f"PreferFixed(hostMap), got {type(locationStrategy).__name__}")
+        if maxOffsetsPerTrigger is not None and (
+                isinstance(maxOffsetsPerTrigger, bool) or not isinstance(maxOffsetsPerTrigger, int)
+                or maxOffsetsPerTrigger <= 0):
+            raise ConfigurationError(
+                f"maxOffsetsPerTrigger must be a positive int, got {maxOffsetsPerTrigger!r}")
+        start_options = StartOptions.parse(options, failOnDataLoss).checked(consumerStrategy)
+        check_offset_store(offsetStore)
+        # Every stream key at once, before the stream joins the graph: not in the first batch.
+        SparkConfReader(ssc.sparkContext.getConf()).check_stream_settings()
+        super().__init__(ssc)
+        self.startOptions = start_options
+        # Every spark.* key this stream uses is read from this one copy of the SparkConf.
+        conf = SparkConfReader(ssc.sparkContext.getConf())
+        self.locationStrategy = locationStrategy
+        self.consumerStrategy = consumerStrategy
+        self.perPartitionConfig = perPartitionConfig or DefaultPerPartitionConfig(conf)
+        self.maxOffsetsPerTrigger = maxOffsetsPerTrigger
+        self.failOnDataLoss = start_options.fail_on_data_loss
+        self.offsetStore = offsetStore
+        self._group_id = _group_of(consumerStrategy)
+        # Fixed once per stream (Spark does it when the stream is created), not per batch.
+        self._executor_params = fix_kafka_params(consumerStrategy.executorKafkaParams)
+        self._conf = conf
+        self._consumer: Any = None
+        self._consumer_lock = threading.RLock()
+        self._commits = CommitQueue(self._group_id)
+        self._batches: dict[int, tuple[list[OffsetRange], dict[TopicPartition, int]]] = {}
+        self._plan_ms: dict[int, float] = {}
+        self._rdds: dict[int, KafkaRDD] = {}
+        # Engine batch time -> the batch time the offset store knows it by (differs only for a
+        # replayed uncommitted batch, which keeps its original time in the store).
+        self._store_times: dict[int, int] = {}
+        self._progress = ProgressTracker()
+        self.rateController: RateController | None = None
+        if conf.backpressure_enabled:
+            estimator = create_rate_estimator(conf, int(ssc.batch_duration * 1000))
+            self.rateController = RateController(self.id, estimator)
+        self.initialRate = conf.backpressure_initial_rate
+        self._max_retries = conf.max_retries
+        self._retry_backoff_ms = conf.retry_backoff_ms
+        self._lookup_timeout_ms = conf.lookup_timeout_ms
+        self._assignment_timeout_s = conf.assignment_timeout_ms / 1000.0
+        self._use_cache = conf.consumer_cache_enabled
+        self._read_settings: Any = None
+        if offsetStore is not None and self._group_id is None:
+            raise ConfigurationError(
+                "an offset store needs kafkaParams['group.id'] to know whose offsets to keep; "
+                "set it to a name for this application")
+        # Whose offsets the store keeps: the Kafka group, or (checkpoint folder, no group) the
+        # stream itself.
+        self._store_group = self._group_id or f"stream-{self.id}"
+        self._positions = PartitionPositions(consumerStrategy, group_id=self._group_id,
+                                             store_group=self._store_group,
+                                             fail_on_data_loss=self.failOnDataLoss,
+                                             start_options=start_options)
+        self._bounded: BoundedRun | None = None  # with an ending option, from the start on
+        self._store_epoch: int | None = None  # the offset store's epoch when this run started
+        self._stopping = threading.Event()  # set when the context's stop begins
+
+    @property
+    def name(self) -> str:
+        return f"Kafka 0.10 direct stream [{self.id}]"
+
+    @property
+    def currentOffsets(self) -> dict[TopicPartition, int]:
+        return self._positions.current
+
+    @currentOffsets.setter
+    def currentOffsets(self, offsets: dict[TopicPartition, int]) -> None:
+        self._positions.current = offsets
+
+    # ------------------------------------------------------------------ driver consumer
+    def _driver(self) -> Any:
+        with self._consumer_lock:
+            if self._consumer is None:
+                with assignment_timeout(self._assignment_timeout_s):
+                    self._consumer = self.consumerStrategy.onStart(dict(self.currentOffsets))
+                if self.offsetStore is not None:
+                    # While the driver is the group's member, the broker refuses commits from
+                    # any other client of that group: stores commit through this consumer.
+                    self.offsetStore.bind_consumer(self._consumer, self._consumer_lock)
+            return self._consumer
+
+    def _paranoid_poll(self) -> None:
+        consumer = self._driver()
+        if not isinstance(self.consumerStrategy, Assign):
+            discover_partitions(consumer)
+        assigned = consumer.assignment()
+        if assigned:
+            consumer.pause(*assigned)
+        records = consumer.poll(timeout_ms=0)
+        # poll(0) cannot complete a group rejoin (JoinGroup/SyncGroup need round trips), so
+        # when another member joined, poll briefly until the rebalance is through; otherwise
+        # the group would wait for us until max.poll.interval.ms.
+        deadline = time.monotonic() + REJOIN_TIMEOUT_S
+        while True:
+            _kafka_internals.keep_rejoin_wanted(consumer)
+            if (not _kafka_internals.needs_rejoin(consumer) or time.monotonic() >= deadline
+                    or self._stopping.is_set()):
+                break
+            records = {**records, **consumer.poll(timeout_ms=100)}
+        if records:
+            # A poll should not return data for paused partitions; if it did, undo it so the
+            # driver's position never moves past what executors will read.
+            seek_back(consumer, records)
+
+    def _assignment(self) -> set[TopicPartition]:
+        return {TopicPartition(tp.topic, tp.partition) for tp in self._driver().assignment()}
+
+    def start(self) -> None:
+        layout = self.checkpoint_layout
+        if self.offsetStore is None and layout is not None:
+            # ssc.checkpoint(dir) without an explicit store: the offsets log lives in the
+            # checkpoint folder, so getOrCreate resumes exactly where the last run committed.
+            from dstream_kafka.stores import CheckpointOffsetStore
+
+            self.offsetStore = CheckpointOffsetStore(f"{layout.root.rstrip('/')}/sources/{self.id}",
+                                                     spark_context=self._sc)
+        if self.offsetStore is not None:
+            # Every write of this run carries it: after stop() closed the store, a batch the
+            # stop abandoned (still in its output) is refused instead of committing.
+            self._store_epoch = self.offsetStore.epoch
+        self._progress.start(self._conf.conf, str(self), f"{self._store_group}/{self.id}", self.id,
+                             store=self.offsetStore, group=self._store_group)
+        self._positions.on_data_loss = lambda: count_data_loss(self.id)
+        try:
+            self.startOptions.check_cluster(self.consumerStrategy.executorKafkaParams)
+            stored = self._positions.load(self.offsetStore)
+            consumer = self._driver()
+            self._paranoid_poll()
+            self._positions.start(consumer, self.offsetStore, stored, self._assignment())
+            if self.startOptions.bounded:
+                self._bounded = BoundedRun(self.startOptions.ends(consumer, self.currentOffsets))
+        except BaseException:
+            # The context stops only the streams that started: leave the group now, or this
+            # driver would keep its partitions from the next stream of the same group.id.
+            self._close_consumer()
+            raise
+
+    def latestOffsets(self) -> dict[TopicPartition, int]:
+        """Return the latest offset of every assigned partition, tracking new and revoked ones."""
+        self._paranoid_poll()
+        consumer = self._driver()
+        parts = self._assignment()
+        self._positions.track(consumer, parts, self.offsetStore)
+        parts &= set(self.currentOffsets)  # less the deleted partitions given up
+        try:
+            latest = self._latest(sorted(parts))
+        except PartitionsGone as gone:
+            # Deleted under the stream: data loss when records were left unread (fails, or is
+            # recorded and skipped); a partition read to its end is only given up.
+            self._positions.lose(gone.partitions, self.offsetStore)
+            latest = self._latest(sorted(parts - gone.partitions))
+        self._positions.note_ends(latest)
+        return latest
+
+    def _latest(self, parts: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        servers = self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", "bootstrap.servers")
+        return latest_offsets(self._driver(), parts, self._max_retries, self._retry_backoff_ms,
+                              self._lookup_timeout_ms, str(servers), self._vanished,
+                              stopping=self._stopping)
+
+    def _vanished(self, parts: Sequence[TopicPartition]) -> set[TopicPartition]:
+        """Those of ``parts`` that were deleted; none while no bootstrap server accepts a
+        connection (a broker outage, which the retries ride out, is not a deletion)."""
+        servers = self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", "")
+        if not any_reachable(str(servers)):
+            return set()
+        return self._positions.find_vanished(self._driver(), parts)
+
+    def _clamp(self, latest: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        current = {tp: self.currentOffsets[tp] for tp in latest}
+        rate = estimated_rate(self.rateController, self.initialRate)
+        until = clamp(latest, current, self._ssc.batch_duration, self.perPartitionConfig, rate)
+        if self.maxOffsetsPerTrigger is not None:
+            capped = max_offsets_per_trigger_limit(self.maxOffsetsPerTrigger, current, until)
+            until = {tp: min(until[tp], capped[tp]) for tp in until}
+        if self._bounded is not None:
+            until = self._bounded.limit(until, current)
+        return until
+
+    # ------------------------------------------------------------------ batches
+    def compute(self, batch_time: int) -> Any:
+        started = time.perf_counter()
+        self._commits.deliver()
+        with self._consumer_lock:
+            latest = self.latestOffsets()
+            replay = self._positions.take_replay(latest)
+            if replay is not None:
+                self._store_times[batch_time] = replay[0]
+                until = replay[1]
+            else:
+                until = self._clamp(latest)
+            ranges = self._positions.ranges_to(until)
+            store_time = self._store_times.get(batch_time, batch_time)
+            if self.offsetStore is not None:
+                self.offsetStore.plan(self._store_group, store_time, ranges, epoch=self._store_epoch)
+            rdd = self._make_rdd(ranges)
+            self._rdds[batch_time] = rdd
+            behind = {tp: max(latest.get(tp, until[tp]) - until[tp], 0) for tp in until}
+            self._batches[batch_time] = (ranges, behind)
+            self._plan_ms[batch_time] = (time.perf_counter() - started) * 1000.0
+            self.report_input_info(batch_time, sum(r.count() for r in ranges), {
+                "offsets": ranges, "Description": describe_ranges(ranges)})
+            self._positions.advance(until, latest, replaying=replay is not None)
+            if self._bounded is not None:
+                self._bounded.planned(batch_time, self.currentOffsets,
+                                      self._positions.replay is not None)
+            return rdd
+
+    @property
+    def finished(self) -> bool:
+        """Whether this stream lets its context stop: unbounded, or a bounded run that has
+        processed and committed everything up to its end offsets."""
+        return not self.startOptions.bounded or (self._bounded is not None and self._bounded.done)
+
+    def _make_rdd(self, ranges: Sequence[OffsetRange]) -> Any:
+        from dstream_kafka.read.kafka_rdd import build_kafka_rdd, read_settings
+        from dstream_kafka.read.placement import preferred_hosts_for
+
+        leader_lookup = self._leader_host if self.locationStrategy is PreferBrokers else None
+        hosts = preferred_hosts_for(self.locationStrategy, [r.topicPartition() for r in ranges],
+                                    leader_lookup)
+        if self._read_settings is None:
+            # Deferred to the first batch; read from the stream's one SparkConf copy.
+            self._read_settings = read_settings(self._conf, self._executor_params, self._use_cache,
+                                                stream=True
+                                                )._replace(failOnDataLoss=self.failOnDataLoss)
+        return build_kafka_rdd(self._sc, self._executor_params, list(ranges), hosts,
+                               settings=self._read_settings)
+
+    def _leader_host(self, tp: TopicPartition) -> str | None:
+        return _kafka_internals.leader_host(self._driver(), tp)
+
+    def on_batch_completed(self, batch_time: int, batch_info: BatchInfo) -> None:
+        ranges, behind = self._batches.pop(batch_time, ([], {}))
+        store_time = self._store_times.pop(batch_time, batch_time)
+        started = time.perf_counter()
+        store = self.offsetStore
+        if store is not None and not store.committed_in(self._store_group, store_time):
+            store.commit(self._store_group, store_time, ranges, epoch=self._store_epoch)
+        self._record_read_losses(self._rdds.pop(batch_time, None), store_time)
+        self._commits.send(self._commit_async)
+        commit_ms = (time.perf_counter() - started) * 1000.0
+        processing = batch_info.processing_delay
+        progress = self._progress.record(
+            batch_time, ranges, behind, self._ssc.batch_duration, processing,
+            batch_info.scheduling_delay, self._plan_ms.pop(batch_time, 0.0), commit_ms)
+        if self.rateController is not None:
+            self.rateController.on_batch_completed(batch_info.processing_end_time,
+                                                   progress.numRecords, processing,
+                                                   batch_info.scheduling_delay)
+        self._progress.notify(progress)
+        if self._bounded is not None and self._bounded.completed(batch_time):
+            stop_when_all_done(self._ssc, self.name, self._bounded)
+
+    def _record_read_losses(self, rdd: KafkaRDD | None, store_time: int) -> None:
+        """Log and store the ranges executors skipped because they were deleted from Kafka
+        after the batch was planned (failOnDataLoss=false). After the commit: a loss record
+        moves a stored offset equal to its start, which would break the commit's continuity."""
+        for lost in rdd.lostOffsetRanges() if rdd is not None else []:
+            logger.warning("Records [%d, %d) of %s-%d were deleted from Kafka after batch %d was "
+                           "planned and before executors read them; skipped (failOnDataLoss=false)",
+                           lost.fromOffset, lost.untilOffset, lost.topic, lost.partition,
+                           store_time)
+            count_data_loss(self.id)
+            if self.offsetStore is not None:
+                self.offsetStore.record_data_loss(self._store_group, lost.topicPartition(),
+                                                  lost.fromOffset, lost.untilOffset, store_time,
+                                                  epoch=self._store_epoch)
+
+    def on_batch_failed(self, batch_time: int, error: BaseException) -> None:
+        # Nothing is committed for a failed batch; the next start re-reads it.
+        self._batches.pop(batch_time, None)
+        self._rdds.pop(batch_time, None)
+        self._plan_ms.pop(batch_time, None)
+        self._store_times.pop(batch_time, None)
+
+    @property
+    def recentProgress(self) -> collections.deque[BatchProgress]:
+        """The progress of the last 100 completed batches, oldest first."""
+        return self._progress.recent
+
+    @property
+    def lastProgress(self) -> BatchProgress | None:
+        """The progress of the most recent completed batch, or None."""
+        return self._progress.recent[-1] if self._progress.recent else None
+
+    def addProgressListener(self, listener: Callable[[BatchProgress], None]) -> None:
+        """Call ``listener(progress)`` on the scheduler thread after each completed batch."""
+        self._progress.add_listener(listener)
+
+    def foreachRDD(self, func: Callable[[KafkaRDD], None] | Callable[[datetime, KafkaRDD], None]) -> None:
+        """Run ``func(rdd)`` or ``func(time, rdd)`` on the driver for every batch.
+
+        Every RDD of this stream is a :class:`~dstream_kafka.read.kafka_rdd.KafkaRDD`, so ``func``
+        may be typed to take one and call ``rdd.offsetRanges()`` without a cast.
+        """
+        # A function of a KafkaRDD is what the base calls it with; the base is typed for any RDD.
+        super().foreachRDD(cast(Any, func))
+
+    # ------------------------------------------------------------------ commits
+    def transaction(self, batch_time: Any) -> Any:
+        """Open the offset store's transaction for one batch, to write results in it.
+
+        ``batch_time`` is the time ``foreachRDD(lambda time, rdd: ...)`` received (a datetime)
+        or epoch milliseconds. On normal exit the batch's offsets are committed in the same
+        database transaction as everything written through the returned object; an exception
+        rolls both back. Needs a transactional store (``OffsetStores.sqlite``/``postgres``).
+        Once the stream was stopped, its batches' transactions are refused
+        (:class:`~dstream_kafka.errors.OffsetFencedError`) and roll back.
+
+        Examples
+        --------
+        >>> def save(time, rdd):                                      # doctest: +SKIP
+        ...     rows = rdd.collect()
+        ...     with stream.transaction(time) as tx:
+        ...         tx.executemany("INSERT INTO counts VALUES (?, ?)", rows)
+        >>> counts.foreachRDD(save)                                   # doctest: +SKIP
+        """
+        from dstream_kafka.streaming import datetime_to_ms
+
+        store = self.offsetStore
+        if store is None or not store.transactional:
+            raise ConfigurationError(
+                "stream.transaction() needs a transactional offset store; create the stream with "
+                "offsetStore=OffsetStores.sqlite(path) or OffsetStores.postgres(dsn)")
+        ms = batch_time if isinstance(batch_time, int) else datetime_to_ms(batch_time)
+        if ms not in self._batches:
+            raise ConfigurationError(
+                f"no running batch at {batch_time!r}: call stream.transaction(time) with the time "
+                "passed to foreachRDD, while that batch's output runs")
+        # transactional stores are TransactionalOffsetStore's (the flag is its contract)
+        transactional = cast("TransactionalOffsetStore", store)
+        return transactional.transaction(self._store_group, self._store_times.get(ms, ms),
+                                         self._batches[ms][0], epoch=self._store_epoch)
+
+    def commitAsync(self, offsetRanges: Sequence[OffsetRange], callback: CommitCallback | None = None) -> None:
+        """Queue offsets to commit to the user's ``group.id``; thread-safe, never blocks.
+
+        The queue is sent after every output operation of the current batch has finished, as one
+        asynchronous commit of the highest ``untilOffset`` per partition through the driver
+        consumer; the batch does not wait for the broker's answer (Spark sends its queue with
+        ``commitAsync`` in the next batch's planning and does not wait either). Only the most
+        recent ``callback`` is kept (as in Spark); it gets ``(offsets, None)`` on success and
+        ``(offsets, error)`` on failure, on the stream's planning thread: when the next batch is
+        planned, or when the stream stops, which first waits for commits still in flight.
+        """
+        ranges = list(offsetRanges)
+        for r in ranges:
+            if not isinstance(r, OffsetRange):
+                raise ConfigurationError(f"commitAsync takes OffsetRange values, got {type(r).__name__}")
+        if self._group_id is None:
+            raise ConfigurationError("commitAsync needs kafkaParams['group.id'] to commit to")
+        self._commits.add(ranges, callback)
+
+    def _commit_async(self, offsets: dict[Any, Any]) -> Any:
+        with self._consumer_lock:
+            return self._driver().commit_async(offsets)
+
+    # ------------------------------------------------------------------ checkpoints and stop
+    def checkpoint_data(self, batch_time: int) -> dict[str, Any] | None:
+        # Describe batch_time itself: later batches may be planned already, so the driver
+        # position (currentOffsets) can be ahead of what this checkpoint covers.
+        ranges = self._batches.get(batch_time, ([], {}))[0]
+        return {"currentOffsets": [[r.topic, r.partition, r.untilOffset] for r in ranges]}
+
+    def restore_checkpoint_data(self, data: Mapping[str, Any]) -> None:
+        if self.offsetStore is None and data:
+            self.currentOffsets = {TopicPartition(t, p): int(o) for t, p, o in data.get("currentOffsets", [])}
+
+    def on_stop_requested(self) -> None:
+        # A planning thread waiting for an unanswered broker gives up now, so the stop (and the
+        # consumer close, which needs the planner's lock) keeps its bound.
+        self._stopping.set()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self.offsetStore is not None:
+            # First: from here on no batch of this run writes to the store (a batch the stop
+            # abandoned is refused and rolled back; see OffsetStore.epoch).
+            self.offsetStore.close()
+        if self.rateController is not None:
+            self.rateController.stop(wait=False)
+        # Commits sent for finished batches complete before the consumer goes (Kafka's close
+        # waits for in-flight async commits too), and their callbacks run; with no broker to
+        # answer them the stop does not wait (its bound holds), they fail with the consumer.
+        servers = str(self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", ""))
+        answerable = not self._commits.in_flight() or any_reachable(servers)
+        self._commits.deliver(wait_s=COMMIT_WAIT_ON_STOP_S if answerable else 0.0)
+        self._close_consumer()
+
+    def _close_consumer(self) -> None:
+        """Close the driver consumer, which leaves the group at once (no session timeout wait);
+        with no broker reachable it cannot, and the next start of the group says why it waits."""
+        with self._consumer_lock:
+            if self._consumer is not None:
+                servers = str(self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", ""))
+                if (self._group_id is not None and not isinstance(self.consumerStrategy, Assign)
+                        and not any_reachable(servers)):
+                    session_ms = int(getattr(self._consumer, "config", {}).get("session_timeout_ms", 45000))
+                    note_stranded_member(servers, self._group_id, session_ms)
+                try:
+                    self._consumer.close(autocommit=False)
+                finally:
+                    self._consumer = None
+
+
+def _group_of(strategy: ConsumerStrategy) -> str | None:
+    params = strategy.executorKafkaParams
+    group = params.get("group.id") or params.get("group_id")
+    return str(group) if group else None

@@ -1,0 +1,236 @@
+"""Prometheus metrics of direct streams, served on 127.0.0.1 (optional extra ``metrics``).
+
+Enabled by ``spark.streaming.kafka.metrics.prometheus.port``: the first stream that starts
+with it serves ``/metrics`` of :data:`REGISTRY` on ``127.0.0.1:<port>`` (0 picks a free port,
+see :func:`serving_port`); every stream of the process shares that endpoint and is told apart
+by the label ``stream`` (the stream's number in its context). Names follow Prometheus rules:
+prefix ``dstream_kafka_``, base units (seconds), ``_total`` on counters, bounded labels only
+(stream, topic, partition; never batch times, offsets or run ids).
+
+The executors' consumer-cache counters reach the driver the way Spark's task metrics do, with
+the tasks' results: every task of a Kafka RDD that reads its ranges to the end adds what its
+Python worker's counters (:func:`dstream_kafka.read.consumer_cache.stats`) moved by during the task
+to one Spark accumulator per SparkContext (:func:`cache_accumulator`), so
+:func:`executor_cache_counters` is their sum over every executor and worker, with no extra job.
+
+The same registry is served on the Streaming page's port (``/metrics``, see
+:mod:`dstream_kafka.ui`); :func:`exposition` writes it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import threading
+from collections.abc import Generator, Mapping
+from typing import Any
+
+from pyspark.accumulators import AccumulatorParam
+
+from dstream_kafka.errors import MissingDependencyError
+from dstream_kafka.read.internal_consumer import COUNTERS, counters_snapshot
+
+_prom: Any = (importlib.import_module("prometheus_client")
+              if importlib.util.find_spec("prometheus_client") else None)
+_prom_core: Any = None if _prom is None else importlib.import_module("prometheus_client.core")
+
+__all__ = ["REGISTRY", "StreamMetrics", "serving_port", "ensure_server", "count_data_loss",
+           "data_loss_events", "cache_accumulator", "executor_cache_counters",
+           "report_cache_counters", "exposition"]
+
+logger = logging.getLogger(__name__)
+
+#: Histogram buckets in seconds: from 5 ms to 5 minutes (batches can take minutes).
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+           300.0)
+
+_lock = threading.Lock()
+_server: Any = None
+_port: int | None = None
+_losses: dict[int, int] = {}
+_accumulator: tuple[Any, Any] | None = None  # (SparkContext, its cache-counter accumulator)
+
+
+def _require() -> None:
+    if _prom is None:
+        raise MissingDependencyError(
+            "spark.streaming.kafka.metrics.prometheus.port needs prometheus_client: "
+            "pip install 'dstream_kafka[metrics]'")
+
+
+def _histogram(name: str, doc: str) -> Any:
+    return _prom.Histogram(name, doc, ["stream"], buckets=BUCKETS, registry=REGISTRY)
+
+
+if _prom is not None:
+    #: The registry served on /metrics (not prometheus_client's global one).
+    REGISTRY: Any = _prom.CollectorRegistry()
+    BATCHES = _prom.Counter("dstream_kafka_batches_completed", "Completed batches.",
+                            ["stream"], registry=REGISTRY)
+    RECORDS = _prom.Counter("dstream_kafka_records", "Records read by completed batches.",
+                            ["stream", "topic"], registry=REGISTRY)
+    BATCH_DURATION = _histogram("dstream_kafka_batch_duration_seconds",
+                                "Driver time of a batch: planning plus processing plus commit.")
+    SCHEDULING_DELAY = _histogram("dstream_kafka_batch_scheduling_delay_seconds",
+                                  "Time a batch waited before its jobs started.")
+    PROCESSING_DELAY = _histogram("dstream_kafka_batch_processing_seconds",
+                                  "Time from a batch's first job start to its last job end.")
+    COMMIT_DURATION = _histogram("dstream_kafka_offset_commit_seconds",
+                                 "Time spent committing a batch (offset store and commitAsync).")
+    LAG = _prom.Gauge("dstream_kafka_offsets_behind_latest",
+                      "Offsets between the last batch's until offset and the latest offset.",
+                      ["stream", "topic", "partition"], registry=REGISTRY)
+    COMMITTED = _prom.Gauge("dstream_kafka_committed_offset",
+                            "Next offset to read after the last committed batch.",
+                            ["stream", "topic", "partition"], registry=REGISTRY)
+    TOTAL_DELAY = _histogram("dstream_kafka_batch_total_delay_seconds",
+                             "Scheduling delay plus processing time of a batch.")
+    DATA_LOSS = _prom.Counter("dstream_kafka_data_loss_events",
+                              "Data-loss events skipped with failOnDataLoss=False.",
+                              ["stream"], registry=REGISTRY)
+
+    class _CacheCollector:
+        """Exports :func:`executor_cache_counters` at each scrape (no per-batch bookkeeping)."""
+
+        def collect(self) -> Any:
+            counters = executor_cache_counters()
+            for name in COUNTERS:
+                family = _prom_core.CounterMetricFamily(
+                    f"dstream_kafka_consumer_cache_{name}",
+                    f"Executor consumer-cache {name}, summed over executors' Python workers.")
+                family.add_metric([], counters.get(name, 0))
+                yield family
+
+    REGISTRY.register(_CacheCollector())
+else:  # pragma: no cover
+    REGISTRY = None
+
+
+def ensure_server(port: int) -> int:
+    """Serve :data:`REGISTRY` on ``127.0.0.1:port`` once per process and return the port.
+
+    A later call with another non-zero port logs a warning and keeps the first server.
+    """
+    global _server, _port
+    _require()
+    with _lock:
+        if _server is None:
+            server, _thread = _prom.start_http_server(port, addr="127.0.0.1", registry=REGISTRY)
+            _server = server
+            _port = int(server.server_port)
+            logger.info("Prometheus metrics on http://127.0.0.1:%d/metrics", _port)
+        elif port not in (0, _port):
+            logger.warning("Prometheus metrics already served on port %d, not %d", _port, port)
+        assert _port is not None
+        return _port
+
+
+def serving_port() -> int | None:
+    """The port /metrics is served on, or None when no stream enabled it."""
+    return _port
+
+
+def count_data_loss(stream: int) -> None:
+    """Count one data-loss event of ``stream`` (the Prometheus counter needs prometheus_client)."""
+    with _lock:
+        _losses[stream] = _losses.get(stream, 0) + 1
+    if REGISTRY is not None:
+        DATA_LOSS.labels(stream=str(stream)).inc()
+
+
+def data_loss_events(stream: int) -> int:
+    """Data-loss events of ``stream`` counted in this process so far."""
+    with _lock:
+        return _losses.get(stream, 0)
+
+
+def exposition() -> tuple[str, bytes]:
+    """``(content type, body)`` of the Prometheus text exposition of :data:`REGISTRY`; without
+    prometheus_client a plain-text body saying how to install it."""
+    if _prom is None:
+        return "text/plain; charset=utf-8", (
+            b"# Prometheus metrics need prometheus_client: pip install 'dstream_kafka[metrics]'\n")
+    return _prom.CONTENT_TYPE_LATEST, _prom.generate_latest(REGISTRY)
+
+
+class CacheCountersParam(AccumulatorParam[dict[str, int]]):
+    """Adds consumer-cache counter dicts key by key."""
+
+    def zero(self, value: dict[str, int]) -> dict[str, int]:
+        return dict.fromkeys(COUNTERS, 0)
+
+    def addInPlace(self, value1: dict[str, int], value2: dict[str, int]) -> dict[str, int]:
+        for name, n in value2.items():
+            value1[name] = value1.get(name, 0) + n
+        return value1
+
+
+def cache_accumulator(sc: Any) -> Any:
+    """The accumulator of ``sc`` that Kafka RDD tasks add their consumer-cache counters to."""
+    global _accumulator
+    with _lock:
+        if _accumulator is None or _accumulator[0] is not sc:
+            _accumulator = (sc, sc.accumulator(dict.fromkeys(COUNTERS, 0), CacheCountersParam()))
+        return _accumulator[1]
+
+
+def executor_cache_counters() -> dict[str, int]:
+    """The consumer-cache counters of every executor's Python workers, summed (hits, misses,
+    creations, closes, evictions, seeks, polls, records), for the tasks that read their ranges
+    to the end; zeros before any Kafka RDD ran."""
+    current = _accumulator
+    values: Mapping[str, int] = current[1].value if current is not None else {}
+    return {name: int(values.get(name, 0)) for name in COUNTERS}
+
+
+def report_cache_counters(accumulator: Any, before: Mapping[str, int]) -> Generator[Any, None, None]:
+    """Executor side: a reader that yields nothing and, once reached (every range before it
+    was read to the end), adds what this worker's counters moved by since ``before``."""
+    after = counters_snapshot()
+    accumulator.add({name: after[name] - before.get(name, 0) for name in COUNTERS})
+    yield from ()
+
+
+class StreamMetrics:
+    """A progress listener that updates the metrics of one stream and serves them.
+
+    Parameters
+    ----------
+    stream : int
+        The stream's number, the ``stream`` label.
+    port : int or None
+        Port for :func:`ensure_server`; None when only the Streaming page serves them.
+    """
+
+    def __init__(self, stream: int, port: int | None) -> None:
+        _require()
+        self.stream = str(stream)
+        self.port = None if port is None else ensure_server(port)
+
+    def __call__(self, progress: Any) -> None:
+        s = self.stream
+        BATCHES.labels(stream=s).inc()
+        per_topic: dict[str, int] = {}
+        for r in progress.ranges:
+            per_topic[r.topic] = per_topic.get(r.topic, 0) + r.count()
+            COMMITTED.labels(stream=s, topic=r.topic, partition=str(r.partition)).set(
+                r.untilOffset)
+        for topic, n in per_topic.items():
+            RECORDS.labels(stream=s, topic=topic).inc(n)
+        for tp, n in progress.offsetsBehindLatest.items():
+            LAG.labels(stream=s, topic=tp[0], partition=str(tp[1])).set(n)
+        processing = progress.processingDelay or 0
+        BATCH_DURATION.labels(stream=s).observe(
+            (progress.planMs + processing + progress.commitMs) / 1000.0)
+        if progress.schedulingDelay is not None:
+            SCHEDULING_DELAY.labels(stream=s).observe(progress.schedulingDelay / 1000.0)
+        if progress.processingDelay is not None:
+            PROCESSING_DELAY.labels(stream=s).observe(progress.processingDelay / 1000.0)
+        if progress.schedulingDelay is not None and progress.processingDelay is not None:
+            TOTAL_DELAY.labels(stream=s).observe(
+                (progress.schedulingDelay + progress.processingDelay) / 1000.0)
+        COMMIT_DURATION.labels(stream=s).observe(progress.commitMs / 1000.0)
+
+    def __repr__(self) -> str:
+        return f"StreamMetrics(stream={self.stream}, port={self.port})"
