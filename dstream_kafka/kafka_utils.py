@@ -23,7 +23,7 @@ from dstream_kafka._spark_internals import (
 )
 from dstream_kafka.config import PYSPARK_PYTHON, SparkConfReader
 from dstream_kafka.read.kafka_rdd import KafkaRDD, read_settings
-from dstream_kafka.plan.offset_reader import offset_reader
+from dstream_kafka.client.offset_reader import offset_reader
 from dstream_kafka.plan.batch_options import normalize_options, resolve_offset_ranges
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.read.placement import (

@@ -270,7 +270,7 @@ def start_offsets(params: Mapping[str, Any], topics: list[str], reset: str | Non
     UnknownTopicPartitionError
         For a topic or partition the cluster does not have.
     """
-    from dstream_kafka.plan.offset_reader import offset_reader
+    from dstream_kafka.client.offset_reader import offset_reader
 
     if fromOffsets:
         tps = _topic_partitions(fromOffsets, "fromOffsets")
@@ -311,7 +311,7 @@ def check_offsets_available(params: Mapping[str, Any], ranges: list[OffsetRange0
     UnknownTopicPartitionError
         For a topic or partition the cluster does not have.
     """
-    from dstream_kafka.plan.offset_reader import offset_reader
+    from dstream_kafka.client.offset_reader import offset_reader
 
     tps = sorted({r.topicPartition() for r in ranges})
     if not tps:

@@ -6,7 +6,7 @@ start from ``startingTimestamp`` > ``startingOffsetsByTimestamp`` > ``startingOf
 (default ``earliest``); end at ``endingTimestamp`` > ``endingOffsetsByTimestamp`` >
 ``endingOffsets`` (default ``latest``). Option names are case-insensitive. Offsets are looked
 up with a driver kafka-python consumer that joins no group
-(:func:`~dstream_kafka.plan.offset_reader.offset_reader`); under
+(:func:`~dstream_kafka.client.offset_reader.offset_reader`); under
 ``isolation.level=read_committed`` "latest" is the last stable offset.
 
 ``failOnDataLoss`` decides what happens when a requested start is below the earliest offset
@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from dstream_kafka.errors import ConfigurationError, DataLossError
-from dstream_kafka.plan.offset_reader import KafkaOffsetReader, offset_reader
+from dstream_kafka.client.offset_reader import KafkaOffsetReader, offset_reader
 from dstream_kafka.offsets import (
     _INT64_MAX,
     EARLIEST,
@@ -40,7 +40,7 @@ from dstream_kafka.offsets import (
     partitions_from_json,
 )
 
-# KafkaOffsetReader lives in dstream_kafka.plan.offset_reader; re-exported for existing imports.
+# KafkaOffsetReader lives in dstream_kafka.client.offset_reader; re-exported for existing imports.
 __all__ = [
     "BATCH_OPTIONS",
     "KafkaOffsetReader",

@@ -39,7 +39,7 @@ from dstream_kafka.plan.consumer_strategy import (
 )
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.client.kafka_params import fix_kafka_params
-from dstream_kafka.plan.latest_offsets import PartitionsGone, any_reachable, latest_offsets
+from dstream_kafka.client.latest_offsets import PartitionsGone, any_reachable, latest_offsets
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.client.param_checks import check_offset_store
 from dstream_kafka.read.placement import LocationStrategy, PreferBrokers

@@ -113,7 +113,7 @@ def vanished_partitions(kafkaParams: Mapping[str, Any],
     driver consumer, whose own metadata requests fail on the very topics that vanished.
     kafka-python's error is raised when the brokers do not answer.
     """
-    from dstream_kafka.plan.offset_reader import offset_reader
+    from dstream_kafka.client.offset_reader import offset_reader
 
     with offset_reader(kafkaParams) as reader:
         existing = reader.existing_partitions({tp.topic for tp in parts})

@@ -266,7 +266,7 @@ class StartOptions:
         """Refuse JSON naming topics or partitions the cluster lacks (one metadata request)."""
         topics = self.json_topics()
         if topics:
-            from dstream_kafka.plan.offset_reader import offset_reader
+            from dstream_kafka.client.offset_reader import offset_reader
 
             with offset_reader(kafkaParams) as reader:
                 self.check_partitions(reader.existing_partitions(topics))

@@ -36,7 +36,7 @@ from dstream_kafka.config import SparkConfReader
 from dstream_kafka.read.consumer_cache import CacheKey, CacheSettings, acquire, cache_size, pre_position
 from dstream_kafka.errors import ConfigurationError, FetchTimeoutError
 from dstream_kafka.read.internal_consumer import RecordsDeletedError, counters_snapshot
-from dstream_kafka.plan.latest_offsets import any_reachable
+from dstream_kafka.client.latest_offsets import any_reachable
 from dstream_kafka.client.kafka_params import params_fingerprint
 from dstream_kafka.ui.metrics import cache_accumulator, report_cache_counters
 from dstream_kafka.offsets import OffsetRange, TopicPartition
