@@ -8,6 +8,7 @@ Runs the build as CI would, in a subprocess with this interpreter: ``python -m s
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,3 +27,13 @@ def test_the_docs_build_with_warnings_as_errors(tmp_path: Path) -> None:
     assert done.returncode == 0, f"sphinx failed:\n{done.stderr}\n{done.stdout}"
     api = (tmp_path / "html" / "reference" / "api.html").read_text()
     assert 'id="dstream_kafka.KafkaUtils.createRDD"' in api  # autodoc ran, not an empty page
+
+
+def test_the_api_reference_documents_every_public_name() -> None:
+    import dstream_kafka
+
+    reference = ROOT / "docs" / "reference"
+    text = (reference / "api.rst").read_text() + (reference / "errors.rst").read_text()
+    documented = {name for name in dstream_kafka.__all__
+                  if re.search(rf"dstream_kafka\.{re.escape(name)}\b", text)}
+    assert sorted(set(dstream_kafka.__all__) - documented) == []
