@@ -273,7 +273,7 @@ class PartitionPositions:
         held = {tp: off for tp in tps if (off := self._committed(consumer, tp)) is not None}
         if not held:
             return
-        from dstream_kafka.offsets import partition_offsets_to_json
+        from dstream_kafka.offsets_json import partition_offsets_to_json
 
         names = ", ".join(f"{tp.topic}-{tp.partition} at {off} (starts at {self.current.get(tp)})"
                           for tp, off in sorted(held.items()))
