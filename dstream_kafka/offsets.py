@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from numbers import Integral
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from dstream_kafka.errors import ConfigurationError, InvalidOffsetRangeError
 
@@ -36,8 +36,6 @@ LATEST = -1
 INT32_MAX = 2**31 - 1
 #: The largest Kafka offset or timestamp (a Java ``long``).
 INT64_MAX = 2**63 - 1
-# Still read by plan/batch_options.py and plan/stream_options.py until they import the names above.
-_INT64_MAX = INT64_MAX
 
 
 def _to_int32(value: int) -> int:
@@ -313,31 +311,3 @@ class CanCommitOffsets(Protocol):
     def commitAsync(self, offsetRanges: Any, callback: Any = None) -> None:
         """Queue ``offsetRanges`` for commit; ``callback(offsets, error)`` reports the result."""
         ...
-
-
-
-# The JSON codec was defined here before it got its own module; its names stay importable
-# from here, loaded on first use (offsets_json needs the types above, so it cannot be
-# imported while this module is).
-_JSON_NAMES = frozenset({
-    "offset_ranges_from_json", "offset_ranges_to_json", "partition_offsets_from_json",
-    "partition_offsets_to_json", "partitions_from_json", "partitions_to_json",
-})
-
-if TYPE_CHECKING:
-    from dstream_kafka.offsets_json import (
-        offset_ranges_from_json as offset_ranges_from_json,
-        offset_ranges_to_json as offset_ranges_to_json,
-        partition_offsets_from_json as partition_offsets_from_json,
-        partition_offsets_to_json as partition_offsets_to_json,
-        partitions_from_json as partitions_from_json,
-        partitions_to_json as partitions_to_json,
-    )
-
-
-def __getattr__(name: str) -> Any:
-    if name in _JSON_NAMES:
-        from dstream_kafka import offsets_json
-
-        return getattr(offsets_json, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
