@@ -27,6 +27,7 @@ from typing import Any
 from dstream_kafka.errors import ConfigurationError, OffsetFencedError
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.operate.broker import OffsetsBroker, bound_note, brokers_for, check_named_partitions
+from dstream_kafka.operate.common import opened_store, render_table
 from dstream_kafka.stores.base import OffsetStore
 
 __all__ = ["RESET_COLUMNS", "ResetRow", "Scenario", "format_reset", "log_reset_start", "parse_datetime",
@@ -238,8 +239,6 @@ def reset(store: OffsetStore | str, group: str, scenario: Scenario, *, topics: S
     OffsetFencedError
         A stream committed between the plan and the write; nothing is written.
     """
-    from dstream_kafka.operate.describe import _opened
-
     bootstrap_servers = brokers_for(store, bootstrap_servers)
     # Every value is checked before the store or the broker is asked anything.
     from_file = parse_offsets_file(scenario.value) if scenario.kind == "from-file" else {}
@@ -249,7 +248,7 @@ def reset(store: OffsetStore | str, group: str, scenario: Scenario, *, topics: S
         parse_duration(scenario.value)
     for spec in topics:
         _parse_topic(spec)
-    opened, owned = _opened(store, timeout)  # a reset moves a store's offsets: it must exist
+    opened, owned = opened_store(store, timeout)  # a reset moves a store's offsets: it must exist
     try:
         stored = opened.load(group)
         with OffsetsBroker(bootstrap_servers, timeout) as broker:
@@ -356,8 +355,6 @@ def _write(store: OffsetStore, group: str, rows: Sequence[ResetRow], stored: Map
 
 def format_reset(rows: Sequence[ResetRow], *, executed: bool, terminal: bool = False) -> str:
     """Render a reset plan: the before/after table, then what was (or would be) written."""
-    from dstream_kafka.operate.describe import render_table
-
     table = render_table(RESET_COLUMNS, [(r.cells(), bool(r.note)) for r in rows], terminal=terminal)
     skipped = sum(1 for r in rows if r.skipped)
     clamped = sum(1 for r in rows if r.note and not r.skipped)
