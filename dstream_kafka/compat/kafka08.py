@@ -166,7 +166,8 @@ class KafkaMessageAndMetadata:
 
     ``topic``, ``partition`` and ``offset`` are attributes; ``key`` and ``message`` are the
     raw bytes passed through the stream's ``keyDecoder`` / ``valueDecoder``
-    (``utf8_decoder`` by default). Pickles as the five raw fields, dropping the decoders.
+    (``utf8_decoder`` by default; the keyword-only arguments of the same names, not in 2.4,
+    set them). Pickles as the five raw fields, dropping the decoders.
     """
 
     def __init__(self, topic: str, partition: int, offset: int, key: bytes | None,

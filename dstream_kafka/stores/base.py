@@ -80,8 +80,8 @@ class OffsetStore(abc.ABC):
     The public methods are a template: they validate their arguments once (group id, batch
     time, ranges), then call the store's hooks (``_load``, ``_commit``, ``_history``,
     ``_record_data_loss``, ``_data_losses`` and optionally ``_plan``, ``_pending``,
-    ``_committed_in``, ``_last_reset``). A store's ``_commit`` reads what it holds inside its own atomic
-    section (lock, database transaction, ZooKeeper transaction) and passes it to
+    ``_committed_in``, ``_last_reset``). A store's ``_commit`` reads what it holds inside its
+    own atomic section (lock, database transaction, ZooKeeper transaction) and passes it to
     :meth:`_admit_commit`, which applies the rules of the module docstring.
 
     Parameters
