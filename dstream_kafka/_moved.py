@@ -45,7 +45,7 @@ MOVED: dict[str, str] = {
     "dstream_kafka.internal_consumer": "dstream_kafka.read.internal_consumer",
     "dstream_kafka.backends": "dstream_kafka.read.backends",
     "dstream_kafka.store_uri": "dstream_kafka.stores.uri",
-    "dstream_kafka.offsets_group": "dstream_kafka.stores.group_copy",
+    "dstream_kafka.offsets_group": "dstream_kafka.stores.mirror",
     "dstream_kafka.metrics": "dstream_kafka.ui.metrics",
     "dstream_kafka.offsets_admin": "dstream_kafka.operate.describe",
     "dstream_kafka.offsets_reset": "dstream_kafka.operate.reset",

@@ -313,7 +313,7 @@ class KafkaUtils:
         if str(opts.get("failOnDataLoss", "true")).strip().lower() == "false":
             settings = settings._replace(failOnDataLoss=False)  # resolution checked the value
         rdd = KafkaRDD(sc, executor_params, ranges, locations, settings)
-        rdd._lost_ranges = list(resolution.lost)
+        rdd.add_lost_ranges(resolution.lost)
         return rdd
 
     @staticmethod

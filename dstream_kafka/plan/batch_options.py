@@ -28,17 +28,9 @@ from typing import Any, NamedTuple
 
 from dstream_kafka.errors import ConfigurationError, DataLossError
 from dstream_kafka.client.offset_reader import KafkaOffsetReader, offset_reader
-from dstream_kafka.offsets import (
-    _INT64_MAX,
-    EARLIEST,
-    LATEST,
-    OffsetRange,
-    TopicPartition,
-    as_topic_partition,
-    partition_offsets_from_json,
-    partition_offsets_to_json,
-    partitions_from_json,
-)
+from dstream_kafka.offsets import INT64_MAX as _INT64_MAX
+from dstream_kafka.offsets import EARLIEST, LATEST, OffsetRange, TopicPartition, as_topic_partition
+from dstream_kafka.offsets_json import partition_offsets_from_json, partition_offsets_to_json, partitions_from_json
 
 # KafkaOffsetReader lives in dstream_kafka.client.offset_reader; re-exported for existing imports.
 __all__ = [

@@ -33,15 +33,9 @@ from typing import Any
 from dstream_kafka.plan.consumer_strategy import ConsumerStrategy
 from dstream_kafka.errors import ConfigurationError, DataLossError
 from dstream_kafka.plan.batch_options import check_loss
-from dstream_kafka.offsets import (
-    _INT64_MAX,
-    EARLIEST,
-    LATEST,
-    OffsetRange,
-    TopicPartition,
-    partition_offsets_from_json,
-    partition_offsets_to_json,
-)
+from dstream_kafka.offsets import INT64_MAX as _INT64_MAX
+from dstream_kafka.offsets import EARLIEST, LATEST, OffsetRange, TopicPartition
+from dstream_kafka.offsets_json import partition_offsets_from_json, partition_offsets_to_json
 
 __all__ = ["STREAM_OPTIONS", "StartOptions", "resolved_offsets"]
 

@@ -397,6 +397,11 @@ class KafkaRDD(PipelinedRDD[tuple[int, str, int], ConsumerRecord]):
         self._settings = settings
         self._lost_ranges: list[OffsetRange] = []
 
+    def add_lost_ranges(self, ranges: Sequence[OffsetRange]) -> None:
+        """Report ``ranges``, already gone from Kafka when the RDD was planned, in
+        :meth:`lostOffsetRanges` (ahead of those executors find while reading)."""
+        self._lost_ranges.extend(ranges)
+
     @classmethod
     def create(
         cls,
