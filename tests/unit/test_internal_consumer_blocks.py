@@ -15,7 +15,7 @@ import pytest
 from dstream_kafka.read import internal_consumer
 from dstream_kafka.errors import WrongOffsetError
 from dstream_kafka.read.internal_consumer import CacheKey, InternalKafkaConsumer
-from dstream_kafka.read.kafka_rdd import ReadSettings, _partition_reader
+from dstream_kafka.read.task import ReadSettings, partition_reader
 from dstream_kafka.record import ConsumerRecord
 
 KEY = CacheKey("spark-executor-g", "t", 0)
@@ -121,7 +121,7 @@ def test_gaps_are_skipped_when_offsets_may_be_non_consecutive(scripted):
 def test_a_partition_reader_chains_its_ranges_and_close_releases_the_consumer(scripted):
     made = scripted(list(range(10)))
     settings = ReadSettings(groupId=KEY.groupId, pollTimeoutMs=1000, useCache=False)
-    read = _partition_reader({}, settings, [(0, "t", 0, 0, 5), (1, "t", 0, 5, 5)])
+    read = partition_reader({}, settings, [(0, "t", 0, 0, 5), (1, "t", 0, 5, 5)])
     records = read(0, iter([(0, "t", 0)]))
     assert [next(records).offset for _ in range(2)] == [0, 1]
     records.close()
@@ -133,6 +133,6 @@ def test_a_partition_reader_chains_its_ranges_and_close_releases_the_consumer(sc
 def test_a_partition_reader_refuses_a_source_element_of_another_partition(scripted):
     scripted(list(range(10)))
     settings = ReadSettings(groupId=KEY.groupId, pollTimeoutMs=1000, useCache=False)
-    read = _partition_reader({}, settings, [(0, "t", 0, 0, 5)])
+    read = partition_reader({}, settings, [(0, "t", 0, 0, 5)])
     with pytest.raises(RuntimeError, match="partition 0 is t-1, its range is t-0"):
         read(0, iter([(0, "t", 1)]))
