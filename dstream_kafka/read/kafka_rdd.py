@@ -36,10 +36,10 @@ from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.read.backends import CONFLUENT, check_backend
 from dstream_kafka.read.consumer_cache import CacheSettings
+from dstream_kafka.read.counters import cache_accumulator
 from dstream_kafka.read.placement import preferred_locations_for
 from dstream_kafka.read.task import LostRanges, RangeTask, ReadSettings, partition_reader
 from dstream_kafka.record import ConsumerRecord
-from dstream_kafka.ui.metrics import cache_accumulator
 
 __all__ = [
     "KafkaRDD",

@@ -20,9 +20,9 @@ from dstream_kafka.errors import FetchTimeoutError
 from dstream_kafka.plan.latest_offsets import any_reachable
 from dstream_kafka.read.backends import DEFAULT_BACKEND
 from dstream_kafka.read.consumer_cache import CacheKey, CacheSettings, acquire, cache_size, pre_position
-from dstream_kafka.read.internal_consumer import RecordsDeletedError, counters_snapshot
+from dstream_kafka.read.counters import counters_snapshot, report_cache_counters
+from dstream_kafka.read.internal_consumer import RecordsDeletedError
 from dstream_kafka.record import ConsumerRecord
-from dstream_kafka.ui.metrics import report_cache_counters
 
 __all__ = [
     "LostRanges",

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from dstream_kafka.read import internal_consumer
+from dstream_kafka.read.counters import counters_snapshot, reset_counters
 from dstream_kafka.errors import WrongOffsetError
 from dstream_kafka.read.internal_consumer import CacheKey, InternalKafkaConsumer
 from dstream_kafka.read.task import ReadSettings, partition_reader
@@ -69,7 +70,7 @@ def scripted(monkeypatch):
         monkeypatch.setattr(internal_consumer, "create_backend", create)
         return made
 
-    internal_consumer.reset_counters()
+    reset_counters()
     return use
 
 
@@ -83,7 +84,7 @@ def test_a_range_spanning_fetches_comes_back_exactly_and_fetches_only_what_it_ne
     # Each fetch asks for at most what the range still needs.
     assert made[0].fetch_limits == [10, 6, 2]
     assert consumer.next_offset == 13
-    assert internal_consumer.counters_snapshot()["records"] == 10
+    assert counters_snapshot()["records"] == 10
 
 
 def test_a_read_stopped_inside_a_block_is_continued_without_a_seek(scripted):
@@ -93,9 +94,9 @@ def test_a_read_stopped_inside_a_block_is_continued_without_a_seek(scripted):
     assert [next(reader).offset for _ in range(3)] == [0, 1, 2]
     reader.close()
     assert consumer.next_offset == 3
-    seeks = internal_consumer.counters_snapshot()["seeks"]
+    seeks = counters_snapshot()["seeks"]
     assert [r.offset for r in consumer.iter_range(3, 20, 1000)] == list(range(3, 20))
-    counters = internal_consumer.counters_snapshot()
+    counters = counters_snapshot()
     assert counters["seeks"] == seeks == 1
     assert counters["records"] == 20
 
