@@ -233,7 +233,9 @@ class InternalKafkaConsumer:
     def _out_of_range(self, offset: int) -> KafkaReadError | DataLossError:
         try:
             earliest, latest = self._client().watermarks(10000)
-        except Exception:
+        except Exception:  # the error below says the log bounds are unknown; keep why
+            log.debug("Watermarks of %s for %s unknown after offset %d was out of range",
+                      self._tp_text(), self.key.groupId, offset, exc_info=True)
             earliest = latest = None
         if earliest is not None and offset < earliest:
             return RecordsDeletedError(
