@@ -42,7 +42,7 @@ from dstream_kafka.client.kafka_params import fix_kafka_params
 from dstream_kafka.plan.latest_offsets import PartitionsGone, any_reachable, latest_offsets
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.client.param_checks import check_offset_store
-from dstream_kafka.read.placement import LocationStrategy, PreferBrokers
+from dstream_kafka.read.placement import LocationStrategy, PreferBrokers, locations_for
 from dstream_kafka.ui.metrics import count_data_loss
 from dstream_kafka.plan.progress import BatchProgress, ProgressTracker, describe_ranges
 from dstream_kafka.plan.rate import (
@@ -322,17 +322,15 @@ class DirectKafkaInputDStream(InputDStream[Any]):
 
     def _make_rdd(self, ranges: Sequence[OffsetRange]) -> Any:
         from dstream_kafka.read.kafka_rdd import build_kafka_rdd, read_settings
-        from dstream_kafka.read.placement import preferred_hosts_for
 
         leader_lookup = self._leader_host if self.locationStrategy is PreferBrokers else None
-        hosts = preferred_hosts_for(self.locationStrategy, [r.topicPartition() for r in ranges],
-                                    leader_lookup)
+        locations = locations_for(self._sc, self.locationStrategy, ranges, leader_lookup)
         if self._read_settings is None:
             # Deferred to the first batch; read from the stream's one SparkConf copy.
             self._read_settings = read_settings(self._conf, self._executor_params, self._use_cache,
                                                 stream=True
                                                 )._replace(failOnDataLoss=self.failOnDataLoss)
-        return build_kafka_rdd(self._sc, self._executor_params, list(ranges), hosts,
+        return build_kafka_rdd(self._sc, self._executor_params, list(ranges), locations=locations,
                                settings=self._read_settings)
 
     def _leader_host(self, tp: TopicPartition) -> str | None:

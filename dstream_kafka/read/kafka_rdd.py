@@ -37,7 +37,7 @@ from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.read.backends import CONFLUENT, check_backend
 from dstream_kafka.read.consumer_cache import CacheSettings
 from dstream_kafka.read.counters import cache_accumulator
-from dstream_kafka.read.placement import preferred_locations_for
+from dstream_kafka.read.placement import PreferConsistent, locations_for, preferred_locations_for
 from dstream_kafka.read.task import LostRanges, RangeTask, ReadSettings, partition_reader
 from dstream_kafka.record import ConsumerRecord
 
@@ -213,21 +213,16 @@ class KafkaRDD(PipelinedRDD[tuple[int, str, int], ConsumerRecord]):
         ``use_consumer_cache=None`` follows ``spark.streaming.kafka.consumer.cache.enabled``.
         """
         from dstream_kafka.client.kafka_params import fix_kafka_params
-        from dstream_kafka.read.placement import PreferConsistent, preferred_hosts_for
 
         ranges = list(offsetRanges)
-        hosts = preferred_hosts_for(
-            locationStrategy or PreferConsistent,
-            [r.topicPartition() for r in ranges],
-            leader_lookup,
-        )
+        locations = locations_for(sc, locationStrategy or PreferConsistent, ranges, leader_lookup)
         return build_kafka_rdd(
             sc,
             fix_kafka_params(kafkaParams),
             ranges,
-            hosts,
             use_cache=use_consumer_cache,
             poll_timeout_ms=poll_timeout_ms,
+            locations=locations,
         )
 
     def offsetRanges(self) -> list[OffsetRange]:
