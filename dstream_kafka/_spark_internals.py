@@ -10,6 +10,55 @@ other module touches them: an upgrade that moves one breaks one accessor here, a
 No accessor hides a missing internal: an ``AttributeError`` from a moved attribute reaches
 the caller. Only py4j's own errors (an unreachable or stopped JVM) are caught, and only where
 the caller has a documented fallback.
+
+PySpark 4.0 to 4.3 (the range setup.cfg accepts). The internals were compared in 4.0.5, 4.1.4,
+4.2.1 and 4.3.0: Python signatures, the attributes the classes assign, and the JVM methods as
+``javap`` prints them from each release's ``spark-core`` jar. No accessor needs a branch by
+version; only the worker daemon's body changed. Per accessor:
+
+========================== =============================================== =====================
+accessor                   internal, the same in 4.0, 4.1, 4.2 and 4.3     what differs
+========================== =============================================== =====================
+PipelinedRDD               ``pyspark.core.rdd.PipelinedRDD(prev, func,     nothing
+                           preservesPartitioning, isFromBarrier)``
+portable_hash              ``pyspark.core.rdd.portable_hash``;             nothing
+                           ``pyspark.rdd`` is an alias of that module
+python_rdd, detached_rdd   ``RDD(jrdd, ctx, jrdd_deserializer)`` keeping   nothing
+                           ``_jrdd``, ``_jrdd_deserializer``, ``ctx``;
+                           ``CPickleSerializer``
+live_conf,                 ``SparkContext._conf``, ``SparkContext._jsc``   nothing
+is_active_context
+context_stopped            ``JavaSparkContext.sc()``,                      nothing
+                           ``SparkContext.isStopped()``
+executor_list              ``statusStore().executorList(boolean)``: an     nothing
+                           immutable ``Seq[ExecutorSummary]`` with
+                           ``hostPort()`` and ``id()``
+located_source             ``PythonUtils.toSeq(java.util.List)``,          nothing
+                           ``makeRDD(Seq[(T, Seq[String])], ClassTag)``,
+                           ``JavaSparkContext.emptyRDD()``
+source_preferred_locations ``RDD.preferredLocations(Partition)``           nothing
+active_context             ``SparkContext._active_spark_context``          nothing
+hadoop_path_class,         ``_jvm`` Hadoop ``Path``,                       nothing
+hadoop_filesystem,         ``JavaSparkContext.hadoopConfiguration()``
+default_filesystem
+read_stream_bytes          commons-io ``IOUtils.toByteArray(InputStream)`` the jar's version:
+                                                                           2.18.0 in 4.0, 2.21.0
+                                                                           in 4.1, 2.22.0 in 4.2+
+worker_python              ``SparkContext.pythonExec``                     nothing
+run_daemon                 ``pyspark.daemon.manager()``, no arguments      its body (below)
+========================== =============================================== =====================
+
+``pyspark.daemon.manager`` listens on a Unix domain socket from 4.1 when the JVM asks for one
+(``spark.python.unix.domain.socket.enabled``); 4.0 has neither that setting nor that code, so on
+4.0 the setting is ignored and workers talk to the JVM over loopback TCP (about 30 ms more per
+local job). 4.2 waits with ``poll()`` instead of ``select()`` and runs forked workers under a
+fault handler; 4.3 only names an encoding. ``dstream_kafka.daemon`` imports and calls it the
+same way on all four.
+
+Two other PySpark names the package uses outside this module are equally stable over 4.0-4.3:
+``pyspark.java_gateway.launch_gateway(conf, popen_kwargs)`` (``services/spark.py``; the file is
+byte-identical in the four releases) and the vendored ``pyspark.cloudpickle`` (3.1.1 in 4.0,
+3.1.2 from 4.1).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import math
 import sys
 from typing import Any, Callable, Sequence
 
+from dstream_kafka import __version__
 from dstream_kafka.errors import DStreamKafkaError
 
 __all__ = ["main", "build_parser"]
@@ -62,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dstream-kafka",
         description="Kafka direct streams for PySpark: local broker, set-up checks and demo.",
     )
-    parser.add_argument("--version", action="version", version=f"dstream-kafka {_version()}")
+    parser.add_argument("--version", action="version", version=f"dstream-kafka {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -204,15 +205,6 @@ def _reset_scenario(args: argparse.Namespace) -> Any:
         if getattr(args, kind) is not None:
             return Scenario(kind.replace("_", "-"), getattr(args, kind))
     return Scenario("from-file", _read_input(args.from_file, "--from-file"))
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("dstream_kafka")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "unknown"
 
 
 def _offsets(args: argparse.Namespace) -> int:

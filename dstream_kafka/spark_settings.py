@@ -13,6 +13,7 @@ __all__ = ["LOW_OVERHEAD_SETTINGS", "local_spark_conf", "prepare_environment",
 LOW_OVERHEAD_SETTINGS: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
+    # PySpark 4.1 and later; 4.0 ignores it and stays on loopback TCP (see _spark_internals)
     "spark.python.unix.domain.socket.enabled": "true",
     "spark.python.daemon.module": "dstream_kafka.daemon",
     "spark.python.worker.reuse": "true",

@@ -27,6 +27,19 @@ if TYPE_CHECKING:
 
 prepare_environment()
 
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Stop at once when the package under test is not the installed one .ci/compat asks for."""
+    import os
+    from pathlib import Path
+
+    import dstream_kafka
+
+    expected = os.environ.get("DSTREAM_KAFKA_TEST_INSTALLED_IN")
+    where = Path(dstream_kafka.__file__).resolve()
+    if expected and not where.is_relative_to(Path(expected).resolve()):
+        pytest.exit(f"dstream_kafka was imported from {where}, not from {expected}", returncode=3)
+
 # Hypothesis's timing checks (deadline, too_slow) measure the machine, not the code: with two
 # test workers and JVMs sharing two cores, a draw or an example can take seconds.
 settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -349,6 +349,7 @@ def test_max_offsets_per_trigger_caps_every_batch(kafka, make_ssc, unique):
     assert sum(sizes) == 200
 
 
+@pytest.mark.smoke
 def test_a_graceful_stop_commits_everything_it_processed_and_a_restart_resumes_there(
         kafka, sc, unique, tmp_path):
     from dstream_kafka import OffsetStores
@@ -389,6 +390,7 @@ def test_a_graceful_stop_commits_everything_it_processed_and_a_restart_resumes_t
     assert sorted(seen) == sorted([f"v{i}" for i in range(100)] + [f"w{i}" for i in range(50)])
 
 
+@pytest.mark.smoke
 def test_a_checkpointed_context_keeps_stream_offsets_in_its_folder_and_resumes_there(
         kafka, sc, unique, tmp_path):
     topic = unique("ckpt")

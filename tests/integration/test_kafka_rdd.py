@@ -70,6 +70,7 @@ def short_poll(sc):
 # -- KafkaRDDSuite: basic usage -----------------------------------------------------------------
 
 
+@pytest.mark.smoke
 def test_create_rdd_returns_exactly_the_records_of_the_range(sc, kafka, topic, unique):
     kafka.produce(topic, "the quick brown fox".split())
     rdd = KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 4)])
@@ -298,6 +299,7 @@ def test_concurrent_jobs_on_the_same_partition_read_correctly(sc, kafka, topic, 
 # -- placement ---------------------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 def test_prefer_consistent_locations_are_real_spark_preferred_locations(sc, kafka, unique):
     name = unique("place")
     kafka.create_topic(name, partitions=2)

@@ -96,6 +96,7 @@ def test_describe_shows_what_was_committed_through_each_store_with_log_offsets_a
         assert secret not in out.stdout + out.stderr
 
 
+@pytest.mark.smoke
 def test_describe_marks_a_committed_offset_below_the_log_start_as_lost_and_totals_the_lag(
         kafka: Any, tmp_path: Path, unique: Callable[[str], str]) -> None:
     topic, group = unique("topic"), unique("group")
@@ -121,6 +122,7 @@ def test_describe_marks_a_committed_offset_below_the_log_start_as_lost_and_total
     assert csv_out.stdout.splitlines()[1] == f"{group},{topic},0,6,10,20,14,1970-01-01T00:00:05.000Z,LOST 4"
 
 
+@pytest.mark.smoke
 def test_describe_of_a_kafka_store_asks_the_stores_own_brokers(
         kafka: Any, unique: Callable[[str], str]) -> None:
     topic, group = unique("topic"), unique("group")
@@ -191,6 +193,7 @@ def test_a_committed_topic_the_cluster_does_not_have_is_shown_as_deleted_not_an_
                                                       "1970-01-01T00:00:01.000Z", "TOPIC", "DELETED"]
 
 
+@pytest.mark.smoke
 def test_version_prints_the_package_version() -> None:
     out = _cli("--version")
     assert out.returncode == 0 and out.stdout.startswith("dstream-kafka 0.1.0")

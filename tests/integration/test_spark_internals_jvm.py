@@ -16,7 +16,8 @@ import pytest
 
 from dstream_kafka import _spark_internals as internals
 
-pytestmark = pytest.mark.integration
+# smoke: .ci/compat checks every accessor on the oldest and the newest supported PySpark
+pytestmark = [pytest.mark.integration, pytest.mark.smoke]
 
 
 @contextlib.contextmanager

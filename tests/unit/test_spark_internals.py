@@ -73,6 +73,16 @@ def test_live_conf_and_active_context_accept_objects_that_are_not_contexts() -> 
 def test_the_daemon_entry_point_is_pyspark_daemon_manager() -> None:
     daemon = importlib.import_module("pyspark.daemon")
     assert callable(getattr(daemon, "manager", None)), "pyspark.daemon.manager is gone"
+    assert not inspect.signature(daemon.manager).parameters, "pyspark.daemon.manager takes arguments"
+
+
+def test_the_worker_daemon_serves_unix_domain_sockets_from_pyspark_4_1_on() -> None:
+    # The adapter's table says 4.0 has no Unix-socket path (its setting is ignored there).
+    import pyspark
+    from packaging.version import Version
+
+    source = inspect.getsource(importlib.import_module("pyspark.daemon"))
+    assert ("PYTHON_UNIX_DOMAIN_ENABLED" in source) == (Version(pyspark.__version__) >= Version("4.1"))
 
 
 def test_the_runtime_daemon_module_is_the_one_spark_is_told_to_start() -> None:
