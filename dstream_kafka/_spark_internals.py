@@ -55,10 +55,10 @@ local job). 4.2 waits with ``poll()`` instead of ``select()`` and runs forked wo
 fault handler; 4.3 only names an encoding. ``dstream_kafka.daemon`` imports and calls it the
 same way on all four.
 
-Two other PySpark names the package uses outside this module are equally stable over 4.0-4.3:
-``pyspark.java_gateway.launch_gateway(conf, popen_kwargs)`` (``services/spark.py``; the file is
-byte-identical in the four releases) and the vendored ``pyspark.cloudpickle`` (3.1.1 in 4.0,
-3.1.2 from 4.1).
+``pyspark.java_gateway.launch_gateway(conf, popen_kwargs)`` (``gateway_in_own_session``) is
+byte-identical in the four releases. One other PySpark name the package uses outside this module
+is public and equally stable: the vendored ``pyspark.cloudpickle`` (3.1.1 in 4.0, 3.1.2 from
+4.1).
 """
 
 from __future__ import annotations
@@ -83,6 +83,7 @@ __all__ = [
     "default_filesystem",
     "detached_rdd",
     "executor_list",
+    "gateway_in_own_session",
     "hadoop_filesystem",
     "hadoop_path_class",
     "is_active_context",
@@ -116,6 +117,7 @@ INTERNALS: dict[str, str] = {
     "read_stream_bytes": "_jvm.org.apache.commons.io.IOUtils.toByteArray",
     "worker_python": "SparkContext.pythonExec",
     "run_daemon": "pyspark.daemon.manager",
+    "gateway_in_own_session": "pyspark.java_gateway.launch_gateway(conf, popen_kwargs)",
 }
 
 
@@ -270,3 +272,14 @@ def run_daemon() -> None:
     from pyspark import daemon
 
     daemon.manager()
+
+
+def gateway_in_own_session(conf: Any) -> Any:
+    """Launch PySpark's JVM gateway for ``conf`` with the JVM in a session of its own.
+
+    The gateway's ``popen_kwargs`` reach ``subprocess.Popen``; the JVM still exits when this
+    process's pipe to its standard input closes.
+    """
+    from pyspark.java_gateway import launch_gateway
+
+    return launch_gateway(conf, popen_kwargs={"start_new_session": True})

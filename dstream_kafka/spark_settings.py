@@ -59,7 +59,7 @@ def spark_context_in_own_session(conf: Any) -> Any:
     standard input, a pipe from this process, closes.
     """
     from pyspark import SparkContext
-    from pyspark.java_gateway import launch_gateway
 
-    gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})
-    return SparkContext(conf=conf, gateway=gateway)
+    from dstream_kafka._spark_internals import gateway_in_own_session
+
+    return SparkContext(conf=conf, gateway=gateway_in_own_session(conf))

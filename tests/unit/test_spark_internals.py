@@ -112,3 +112,10 @@ def test_the_active_context_is_a_class_attribute_of_spark_context() -> None:
 
     assert hasattr(SparkContext, "_active_spark_context"), (
         "PySpark internal SparkContext._active_spark_context is gone")
+
+
+def test_the_gateway_launcher_takes_a_conf_and_popen_keyword_arguments() -> None:
+    from pyspark.java_gateway import launch_gateway
+
+    assert list(inspect.signature(launch_gateway).parameters)[:2] == ["conf", "popen_kwargs"]
+    assert "popen_kwargs" in _source_of("pyspark.java_gateway.launch_gateway").split("Popen(", 1)[1]
