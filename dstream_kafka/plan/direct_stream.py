@@ -13,7 +13,8 @@ Per batch, on the driver's scheduler thread (Spark's ``DirectKafkaInputDStream.c
 After every output operation of the batch has finished, :meth:`on_batch_completed` commits the
 ranges to the offset store, sends the ``commitAsync`` queue to Kafka (without waiting for the
 answer) and records the progress. Where partitions start and resume is
-:mod:`dstream_kafka.plan.positions`; progress records are :mod:`dstream_kafka.plan.progress`.
+:mod:`dstream_kafka.plan.positions`; the driver consumer, the group's member, is
+:mod:`dstream_kafka.plan.driver_consumer`; progress records are :mod:`dstream_kafka.plan.progress`.
 """
 
 from __future__ import annotations
@@ -29,14 +30,8 @@ from dstream_kafka.plan.bounded_run import BoundedRun, stop_when_all_done
 from dstream_kafka.plan.backpressure import RateController, create_rate_estimator, estimated_rate
 from dstream_kafka.plan.commit_queue import COMMIT_WAIT_ON_STOP_S, CommitCallback, CommitQueue
 from dstream_kafka.config import SparkConfReader
-from dstream_kafka.plan.consumer_strategy import (
-    Assign,
-    ConsumerStrategy,
-    assignment_timeout,
-    discover_partitions,
-    note_stranded_member,
-    seek_back,
-)
+from dstream_kafka.plan.consumer_strategy import ConsumerStrategy
+from dstream_kafka.plan.driver_consumer import DriverConsumer
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.client.kafka_params import fix_kafka_params
 from dstream_kafka.client.latest_offsets import PartitionsGone, any_reachable, latest_offsets
@@ -68,10 +63,6 @@ if TYPE_CHECKING:
 __all__ = ["API_TIMEOUT_MS", "BatchProgress", "CommitCallback", "DirectKafkaInputDStream"]
 
 logger = logging.getLogger(__name__)
-
-#: Longest time one batch's driver poll waits for a group rebalance to complete.
-REJOIN_TIMEOUT_S = 30.0
-
 
 class PlannedBatch(NamedTuple):
     """One engine batch as the stream planned it, kept until the batch completes or fails.
@@ -159,8 +150,6 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         # Fixed once per stream (Spark does it when the stream is created), not per batch.
         self._executor_params = fix_kafka_params(consumerStrategy.executorKafkaParams)
         self._conf = conf
-        self._consumer: Any = None
-        self._consumer_lock = threading.RLock()
         self._commits = CommitQueue(self._group_id)
         self._planned: dict[int, PlannedBatch] = {}  # by engine batch time
         self._progress = ProgressTracker()
@@ -172,7 +161,6 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._max_retries = conf.max_retries
         self._retry_backoff_ms = conf.retry_backoff_ms
         self._lookup_timeout_ms = conf.lookup_timeout_ms
-        self._assignment_timeout_s = conf.assignment_timeout_ms / 1000.0
         self._use_cache = conf.consumer_cache_enabled
         self._read_settings: Any = None
         if offsetStore is not None and self._group_id is None:
@@ -189,6 +177,9 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._bounded: BoundedRun | None = None  # with an ending option, from the start on
         self._store_epoch: int | None = None  # the offset store's epoch when this run started
         self._stopping = threading.Event()  # set when the context's stop begins
+        self._member = DriverConsumer(consumerStrategy, self._group_id,
+                                      conf.assignment_timeout_ms / 1000.0, self._stopping,
+                                      lambda: self.currentOffsets, lambda: self.offsetStore)
 
     @property
     def name(self) -> str:
@@ -204,41 +195,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
 
     # ------------------------------------------------------------------ driver consumer
     def _driver(self) -> Any:
-        with self._consumer_lock:
-            if self._consumer is None:
-                with assignment_timeout(self._assignment_timeout_s):
-                    self._consumer = self.consumerStrategy.onStart(dict(self.currentOffsets))
-                if self.offsetStore is not None:
-                    # While the driver is the group's member, the broker refuses commits from
-                    # any other client of that group: stores commit through this consumer.
-                    self.offsetStore.bind_consumer(self._consumer, self._consumer_lock)
-            return self._consumer
-
-    def _paranoid_poll(self) -> None:
-        consumer = self._driver()
-        if not isinstance(self.consumerStrategy, Assign):
-            discover_partitions(consumer)
-        assigned = consumer.assignment()
-        if assigned:
-            consumer.pause(*assigned)
-        records = consumer.poll(timeout_ms=0)
-        # poll(0) cannot complete a group rejoin (JoinGroup/SyncGroup need round trips), so
-        # when another member joined, poll briefly until the rebalance is through; otherwise
-        # the group would wait for us until max.poll.interval.ms.
-        deadline = time.monotonic() + REJOIN_TIMEOUT_S
-        while True:
-            _kafka_internals.keep_rejoin_wanted(consumer)
-            if (not _kafka_internals.needs_rejoin(consumer) or time.monotonic() >= deadline
-                    or self._stopping.is_set()):
-                break
-            records = {**records, **consumer.poll(timeout_ms=100)}
-        if records:
-            # A poll should not return data for paused partitions; if it did, undo it so the
-            # driver's position never moves past what executors will read.
-            seek_back(consumer, records)
-
-    def _assignment(self) -> set[TopicPartition]:
-        return {TopicPartition(tp.topic, tp.partition) for tp in self._driver().assignment()}
+        return self._member.get()
 
     def start(self) -> None:
         layout = self.checkpoint_layout
@@ -260,21 +217,21 @@ class DirectKafkaInputDStream(InputDStream[Any]):
             self.startOptions.check_cluster(self.consumerStrategy.executorKafkaParams)
             stored = self._positions.load(self.offsetStore)
             consumer = self._driver()
-            self._paranoid_poll()
-            self._positions.start(consumer, self.offsetStore, stored, self._assignment())
+            self._member.paranoid_poll()
+            self._positions.start(consumer, self.offsetStore, stored, self._member.assignment())
             if self.startOptions.bounded:
                 self._bounded = BoundedRun(self.startOptions.ends(consumer, self.currentOffsets))
         except BaseException:
             # The context stops only the streams that started: leave the group now, or this
             # driver would keep its partitions from the next stream of the same group.id.
-            self._close_consumer()
+            self._member.close()
             raise
 
     def latestOffsets(self) -> dict[TopicPartition, int]:
         """Return the latest offset of every assigned partition, tracking new and revoked ones."""
-        self._paranoid_poll()
+        self._member.paranoid_poll()
         consumer = self._driver()
-        parts = self._assignment()
+        parts = self._member.assignment()
         self._positions.track(consumer, parts, self.offsetStore)
         parts &= set(self.currentOffsets)  # less the deleted partitions given up
         try:
@@ -316,7 +273,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
     def compute(self, batch_time: int) -> Any:
         started = time.perf_counter()
         self._commits.deliver()
-        with self._consumer_lock:
+        with self._member.lock:
             latest = self.latestOffsets()
             replay = self._positions.take_replay(latest)
             if replay is not None:
@@ -481,7 +438,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._commits.add(ranges, callback)
 
     def _commit_async(self, offsets: dict[Any, Any]) -> Any:
-        with self._consumer_lock:
+        with self._member.lock:
             return self._driver().commit_async(offsets)
 
     # ------------------------------------------------------------------ checkpoints and stop
@@ -514,22 +471,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         servers = str(self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", ""))
         answerable = not self._commits.in_flight() or any_reachable(servers)
         self._commits.deliver(wait_s=COMMIT_WAIT_ON_STOP_S if answerable else 0.0)
-        self._close_consumer()
-
-    def _close_consumer(self) -> None:
-        """Close the driver consumer, which leaves the group at once (no session timeout wait);
-        with no broker reachable it cannot, and the next start of the group says why it waits."""
-        with self._consumer_lock:
-            if self._consumer is not None:
-                servers = str(self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", ""))
-                if (self._group_id is not None and not isinstance(self.consumerStrategy, Assign)
-                        and not any_reachable(servers)):
-                    session_ms = int(getattr(self._consumer, "config", {}).get("session_timeout_ms", 45000))
-                    note_stranded_member(servers, self._group_id, session_ms)
-                try:
-                    self._consumer.close(autocommit=False)
-                finally:
-                    self._consumer = None
+        self._member.close()
 
 
 def _group_of(strategy: ConsumerStrategy) -> str | None:

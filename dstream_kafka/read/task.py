@@ -3,7 +3,8 @@
 Everything a task needs on an executor is here and nowhere else: the driver side
 (:mod:`dstream_kafka.read.kafka_rdd`) builds one :func:`partition_reader` per RDD, carrying
 its :class:`RangeTask` list and :class:`ReadSettings`, and Spark ships that function to the
-executors, which import only this module (and the consumer cache below it) to run it.
+executors, which import this module and the read path below it (consumer cache, counters,
+backends) to run it: never the driver side, nor :mod:`dstream_kafka.ui`.
 """
 
 from __future__ import annotations
