@@ -24,7 +24,7 @@ from dstream_kafka.plan.consumer_strategy import (
     note_stranded_member,
     seek_back,
 )
-from dstream_kafka.plan.latest_offsets import any_reachable
+from dstream_kafka.client.latest_offsets import any_reachable
 
 if TYPE_CHECKING:
     from dstream_kafka.stores.base import OffsetStore
