@@ -15,7 +15,7 @@ from typing import Any
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 
 __all__ = ["REDACTED", "RENAMED", "bootstrap_failure", "check_bootstrap_servers",
-           "check_offset_store", "is_secret_key", "redact", "show_value"]
+           "is_secret_key", "redact", "show_value"]
 
 #: Replacement text for secret values (Spark's ``Utils.REDACTION_REPLACEMENT_TEXT``).
 REDACTED = "*********(redacted)"
@@ -148,32 +148,3 @@ def bootstrap_failure(config: Mapping[str, Any], exc: BaseException) -> BrokerTi
         f"bootstrap.timeout.ms={timeout} ms. Likely cause: {cause}. Raise bootstrap.timeout.ms "
         "in kafkaParams to wait longer"
     )
-
-
-def check_offset_store(value: Any) -> None:
-    """Refuse an ``offsetStore`` argument that is not an offset store, saying what is accepted.
-
-    A string (a file name, a store URI) is the likeliest mistake: the message names the
-    factories and :func:`~dstream_kafka.stores.uri.open_store`, which turns a store URI into a
-    store. Nothing is opened or created here.
-
-    Raises
-    ------
-    ConfigurationError
-        Naming ``offsetStore``, what it got and the accepted forms.
-    """
-    from dstream_kafka.stores.base import OffsetStore
-
-    if value is None or isinstance(value, OffsetStore):
-        return
-    accepted = ("an offset store: OffsetStores.sqlite(path), .postgres(dsn), .checkpoint(dir), "
-                ".kafka(kafkaParams), .zookeeper(hosts) or .hbase(host, port), a subclass of "
-                "dstream_kafka.stores.OffsetStore, or None")
-    if isinstance(value, (str, bytes)) or hasattr(value, "__fspath__"):
-        raise ConfigurationError(
-            f"offsetStore={str(value)!r} is a {type(value).__name__}, not a store; pass "
-            f"{accepted}. "
-            "For a store URI (sqlite:///PATH, postgresql://USER@HOST/DB, checkpoint:DIR, "
-            "kafka://HOST:PORT, zookeeper://HOST:PORT/ROOT, hbase://HOST:PORT/TABLE) use "
-            "dstream_kafka.stores.uri.open_store(uri)")
-    raise ConfigurationError(f"offsetStore must be {accepted}; got a {type(value).__name__}")

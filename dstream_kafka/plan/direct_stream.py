@@ -36,7 +36,6 @@ from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.client.kafka_params import fix_kafka_params
 from dstream_kafka.client.latest_offsets import PartitionsGone, any_reachable, latest_offsets
 from dstream_kafka.offsets import OffsetRange, TopicPartition
-from dstream_kafka.client.param_checks import check_offset_store
 from dstream_kafka.read.placement import LocationStrategy, PreferBrokers, locations_for
 from dstream_kafka.ui.metrics import count_data_loss
 from dstream_kafka.plan.progress import BatchProgress, ProgressTracker, describe_ranges
@@ -48,6 +47,7 @@ from dstream_kafka.plan.rate import (
 )
 from dstream_kafka.plan.positions import API_TIMEOUT_MS, PartitionPositions
 from dstream_kafka.plan.stream_options import StartOptions
+from dstream_kafka.stores.base import check_offset_store
 from dstream_kafka.streaming.input import InputDStream
 
 if TYPE_CHECKING:

@@ -55,6 +55,7 @@ __all__ = [
     "ResetAudit",
     "Transaction",
     "TransactionalOffsetStore",
+    "check_offset_store",
 ]
 
 # ------------------------------------------------------------------------------------------
@@ -506,3 +507,30 @@ class TransactionalOffsetStore(OffsetStore):
     @abc.abstractmethod
     def _committed_in(self, group_id: str, batch_time_ms: int) -> bool:
         """Return whether the batch at ``batch_time_ms`` is committed for the group."""
+
+
+def check_offset_store(value: Any) -> None:
+    """Refuse an ``offsetStore`` argument that is not an offset store, saying what is accepted.
+
+    A string (a file name, a store URI) is the likeliest mistake: the message names the
+    factories and :func:`~dstream_kafka.stores.uri.open_store`, which turns a store URI into a
+    store. Nothing is opened or created here.
+
+    Raises
+    ------
+    ConfigurationError
+        Naming ``offsetStore``, what it got and the accepted forms.
+    """
+    if value is None or isinstance(value, OffsetStore):
+        return
+    accepted = ("an offset store: OffsetStores.sqlite(path), .postgres(dsn), .checkpoint(dir), "
+                ".kafka(kafkaParams), .zookeeper(hosts) or .hbase(host, port), a subclass of "
+                "dstream_kafka.stores.OffsetStore, or None")
+    if isinstance(value, (str, bytes)) or hasattr(value, "__fspath__"):
+        raise ConfigurationError(
+            f"offsetStore={str(value)!r} is a {type(value).__name__}, not a store; pass "
+            f"{accepted}. "
+            "For a store URI (sqlite:///PATH, postgresql://USER@HOST/DB, checkpoint:DIR, "
+            "kafka://HOST:PORT, zookeeper://HOST:PORT/ROOT, hbase://HOST:PORT/TABLE) use "
+            "dstream_kafka.stores.uri.open_store(uri)")
+    raise ConfigurationError(f"offsetStore must be {accepted}; got a {type(value).__name__}")

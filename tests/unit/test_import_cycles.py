@@ -143,3 +143,38 @@ def test_only_the_command_line_imports_the_operator_tools() -> None:
                for module, targets in import_graph(at_import_time=False).items()
                if not module.startswith("dstream_kafka.operate") and module != "dstream_kafka.cli"}
     assert {module: found for module, found in outside.items() if found} == {}
+
+
+# The role folders' rules, as docs/development/architecture.rst draws them: (importer, imported,
+# why). Any import counts, also one inside a function.
+LAYERS = [
+    ("read", "plan", "executors never import driver-side planning"),
+    ("read", "ui", "the read path does not import the HTTP metrics"),
+    ("read", "stores", "executors read ranges; offsets are stored by the driver"),
+    ("stores", "plan", "stores know no batch planning"),
+    ("stores", "read", "stores know no executors"),
+    ("client", "plan", "client settings and look-ups know no batches"),
+    ("client", "read", "client settings know no executor tasks"),
+    ("client", "stores", "client settings know no offset storage"),
+    ("streaming", "plan", "the engine knows no Kafka"),
+    ("streaming", "read", "the engine knows no Kafka"),
+    ("streaming", "stores", "the engine knows no Kafka"),
+    ("streaming", "client", "the engine knows no Kafka"),
+]
+
+
+def _role(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 else None
+
+
+def test_the_role_folders_import_only_downwards() -> None:
+    graph = import_graph(at_import_time=False)
+    broken = sorted(
+        f"{module} -> {target} ({why})"
+        for module, targets in graph.items() for target in targets
+        for importer, imported, why in LAYERS
+        if _role(module) == importer and _role(target) == imported
+        # the porting path of pyspark.streaming.kafka is the 0-8 facade, documented as such
+        and module != "dstream_kafka.streaming.kafka")
+    assert broken == []

@@ -9,7 +9,7 @@ import pytest
 
 from dstream_kafka.config import DEFAULTS, SparkConfReader
 from dstream_kafka.errors import ConfigurationError
-from dstream_kafka.client.param_checks import check_offset_store
+from dstream_kafka.stores.base import check_offset_store
 from dstream_kafka.stores import OffsetStores
 
 
