@@ -24,7 +24,7 @@ from dstream_kafka._spark_internals import (
 from dstream_kafka.config import PYSPARK_PYTHON, SparkConfReader
 from dstream_kafka.read.kafka_rdd import KafkaRDD, read_settings
 from dstream_kafka.plan.offset_reader import offset_reader
-from dstream_kafka.plan.batch_options import normalize_options, resolve_offset_ranges
+from dstream_kafka.plan.batch_options import BatchOptions, resolve_offset_ranges
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.read.placement import (
     LocationStrategy,
@@ -274,22 +274,12 @@ class KafkaUtils:
         """
         _check_context(sc)
         _check_mapping("kafkaParams", kafkaParams, '{"bootstrap.servers": "localhost:9092"}')
-        if options is not None:
-            _check_mapping("options", options, '{"subscribe": "events"}')
-        opts = normalize_options({**(options or {}), **moreOptions})
+        opts = BatchOptions.parse(options, more=moreOptions)
         executor_params = fix_kafka_params(kafkaParams)
-        min_partitions = opts.get("minPartitions")
-        max_records = opts.get("maxRecordsPerPartition")
+        min_partitions = opts.given.get("minPartitions")
+        max_records = opts.given.get("maxRecordsPerPartition")
         # Option errors surface before any broker round trip.
         split_ranges([], min_partitions, max_records)
-        poll_ms = opts.get("kafkaConsumer.pollTimeoutMs")
-        if poll_ms is not None:
-            try:
-                poll_ms = int(poll_ms)
-            except (TypeError, ValueError):
-                raise ConfigurationError(
-                    f"kafkaConsumer.pollTimeoutMs must be a whole number, got {poll_ms!r}"
-                ) from None
         if locationStrategy is not PreferBrokers:
             _check_strategy(locationStrategy, [])
         with bootstrap_errors(kafkaParams):
@@ -309,9 +299,9 @@ class KafkaUtils:
             locations = preferred_locations_for(sc, ranges, hosts, executors)
         else:
             locations = [None] * len(ranges)
-        settings = read_settings(sc, executor_params, use_cache=True, poll_timeout_ms=poll_ms)
-        if str(opts.get("failOnDataLoss", "true")).strip().lower() == "false":
-            settings = settings._replace(failOnDataLoss=False)  # resolution checked the value
+        settings = read_settings(sc, executor_params, use_cache=True,
+                                 poll_timeout_ms=opts.poll_timeout_ms)
+        settings = settings._replace(failOnDataLoss=opts.fail_on_data_loss)
         rdd = KafkaRDD(sc, executor_params, ranges, locations, settings)
         rdd._lost_ranges = list(resolution.lost)
         return rdd

@@ -63,6 +63,17 @@ class KafkaOffsetReader:
                 raise
             raise error from None
 
+    @classmethod
+    def over(cls, consumer: Any) -> KafkaOffsetReader:
+        """Return a reader that asks through ``consumer`` (a stream's driver consumer).
+
+        The consumer stays its owner's: do not close the reader.
+        """
+        reader = cls.__new__(cls)
+        reader._consumer = consumer
+        reader._bootstrap = getattr(consumer, "config", {}).get("bootstrap_servers")
+        return reader
+
     def __enter__(self) -> KafkaOffsetReader:
         return self
 
