@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from dstream_kafka.client.deserializers import DESERIALIZER_CLASSES as DESERIALIZER_CLASSES
+from dstream_kafka.client.deserializers import qualified_name
 from dstream_kafka.client.deserializers import utf8_decoder as utf8_decoder
 from dstream_kafka.client.deserializers import validate_deserializer as validate_deserializer
 from dstream_kafka.errors import ConfigurationError
@@ -410,8 +411,7 @@ def store_client_config(kafkaParams: Mapping[str, Any], client: str = "consumer"
 
 
 def _callable_identity(value: Any) -> str:
-    target = value if callable(value) and not hasattr(value, "deserialize") else type(value)
-    name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
+    name = qualified_name(value)
     code = getattr(value, "__code__", None)
     if code is not None:
         # Two lambdas share a qualname; their bytecode and plain constants tell them apart.

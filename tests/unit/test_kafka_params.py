@@ -308,6 +308,31 @@ def test_fingerprint_tells_different_settings_apart():
     )
 
 
+class _UpperDeserializer(kafka.serializer.Deserializer):
+    def deserialize(self, topic, bytes_):
+        return bytes_.upper()
+
+
+class _LowerDeserializer(kafka.serializer.Deserializer):
+    def deserialize(self, topic, bytes_):
+        return bytes_.lower()
+
+
+def test_fingerprint_tells_two_deserializer_classes_apart():
+    base = fix_kafka_params({"bootstrap.servers": "h:1", "group.id": "g"})
+    assert params_fingerprint({**base, "value_deserializer": _UpperDeserializer}) != params_fingerprint(
+        {**base, "value_deserializer": _LowerDeserializer}
+    )
+
+
+def test_fingerprint_and_error_messages_name_a_callable_alike():
+    from dstream_kafka.client.deserializers import deserializer_name, qualified_name
+
+    assert deserializer_name(_UpperDeserializer()) == qualified_name(_UpperDeserializer()) == (
+        f"{__name__}._UpperDeserializer"
+    )
+
+
 def test_the_stream_driver_stays_in_the_group_commits_only_explicitly_and_decodes_nothing(caplog):
     with caplog.at_level(logging.WARNING, logger="dstream_kafka.client.kafka_params"):
         config = stream_driver_config(
