@@ -23,6 +23,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from dstream_kafka.client.kafka_params import ClientConfigs
 from dstream_kafka.errors import ConfigurationError, DataLossError
 from dstream_kafka.offsets import OffsetRange, TopicPartition, as_topic_partition, partitions_from_json
 from dstream_kafka.plan.offset_reader import KafkaOffsetReader, offset_reader
@@ -131,14 +132,14 @@ def _check_covers(reader: KafkaOffsetReader, side: Side, assigned: Sequence[Topi
 
 
 def resolve_offset_ranges(
-    kafkaParams: Mapping[str, Any], options: Mapping[str, Any] | BatchOptions | None
+    kafkaParams: Mapping[str, Any] | ClientConfigs, options: Mapping[str, Any] | BatchOptions | None
 ) -> OffsetResolution:
     """Resolve batch ``options`` into one concrete range per assigned partition.
 
     Parameters
     ----------
-    kafkaParams : mapping
-        The user's Kafka parameters (``bootstrap.servers`` required).
+    kafkaParams : mapping or ClientConfigs
+        The user's Kafka parameters (``bootstrap.servers`` required), or them translated.
     options : mapping or BatchOptions
         Spark's batch source options, see :data:`BATCH_OPTIONS`, or them parsed;
         ``minPartitions`` and ``maxRecordsPerPartition`` are applied by the caller.

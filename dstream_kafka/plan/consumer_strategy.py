@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import logging
 import re
 import time
@@ -21,7 +22,7 @@ from typing import Any, Iterable, Iterator, Mapping, Pattern, Sequence
 from kafka import ConsumerRebalanceListener
 
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError, UnknownTopicPartitionError
-from dstream_kafka.client.kafka_params import bootstrap_errors, stream_driver_config
+from dstream_kafka.client.kafka_params import ClientConfigs, bootstrap_errors, stream_driver_config
 from dstream_kafka.offsets import TopicPartition, as_topic_partition
 
 __all__ = ["ConsumerStrategy", "ConsumerStrategies", "Subscribe", "SubscribePattern", "Assign",
@@ -117,8 +118,8 @@ class ConsumerStrategy(ABC):
     """Creates the driver consumer and names the Kafka params executors get.
 
     Subclass it to customise how the driver consumer is built (public, extensible, as Spark's).
-    The stream uses :attr:`executorKafkaParams`, :meth:`onStart`, :meth:`topic_names` and
-    :meth:`starting_offsets`; the last two have defaults.
+    The stream uses :attr:`executorKafkaParams`, :meth:`onStart`, :meth:`topic_names`,
+    :meth:`starting_offsets` and :attr:`client_configs`; the last three have defaults.
     """
 
     @property
@@ -133,6 +134,14 @@ class ConsumerStrategy(ABC):
         ``currentOffsets`` is non-empty on a restart (offsets from a store or checkpoint) and
         then wins over the strategy's own starting offsets.
         """
+
+    @property
+    def client_configs(self) -> ClientConfigs:
+        """:attr:`executorKafkaParams` translated for every client (executors, look-ups).
+
+        The default translates them at each call; the built-in strategies do it once.
+        """
+        return ClientConfigs.of(self.executorKafkaParams)
 
     def describe(self) -> str:
         """One line naming what the strategy reads, for logs and progress output."""
@@ -178,6 +187,13 @@ class _BaseStrategy(ConsumerStrategy):
     def executorKafkaParams(self) -> dict[str, Any]:
         return dict(self.kafkaParams)
 
+    @functools.cached_property
+    def client_configs(self) -> ClientConfigs:
+        # Translated on first use, not in __post_init__: a strategy that is never started
+        # logs no executor fixes. Kept in the instance dict, not a field: equality and pickling
+        # see only the user's values.
+        return ClientConfigs.of(self.executorKafkaParams)
+
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # Read-only mappings do not pickle: rebuild from plain copies of the fields.
         values = (getattr(self, f.name) for f in fields(self))  # type: ignore[arg-type]
@@ -192,7 +208,7 @@ class _BaseStrategy(ConsumerStrategy):
         config = stream_driver_config(self.kafkaParams)
         # A refused SASL login fails at once, no broker within bootstrap.timeout.ms with
         # BrokerTimeoutError naming the servers (not kafka-python's "Unable to bootstrap").
-        with bootstrap_errors(self.kafkaParams):
+        with bootstrap_errors(self.client_configs):
             consumer = KafkaConsumer(**config)
         return consumer, _PauseOnAssign(consumer)
 
@@ -285,7 +301,7 @@ class _BaseStrategy(ConsumerStrategy):
         from dstream_kafka.plan.offset_reader import offset_reader
 
         try:
-            with offset_reader(self.kafkaParams) as reader:
+            with offset_reader(self.client_configs) as reader:
                 return self._topics_among(reader.all_topics())
         except KafkaError:
             return None

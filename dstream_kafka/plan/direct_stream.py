@@ -38,7 +38,6 @@ from dstream_kafka.plan.consumer_strategy import (
     seek_back,
 )
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
-from dstream_kafka.client.kafka_params import fix_kafka_params
 from dstream_kafka.plan.latest_offsets import PartitionsGone, any_reachable, latest_offsets
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.client.param_checks import check_offset_store
@@ -125,7 +124,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self.offsetStore = offsetStore
         self._group_id = _group_of(consumerStrategy)
         # Fixed once per stream (Spark does it when the stream is created), not per batch.
-        self._executor_params = fix_kafka_params(consumerStrategy.executorKafkaParams)
+        self._executor_params = consumerStrategy.client_configs.executor
         self._conf = conf
         self._consumer: Any = None
         self._consumer_lock = threading.RLock()
@@ -230,7 +229,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                              store=self.offsetStore, group=self._store_group)
         self._positions.on_data_loss = lambda: count_data_loss(self.id)
         try:
-            self.startOptions.check_cluster(self.consumerStrategy.executorKafkaParams)
+            self.startOptions.check_cluster(self.consumerStrategy.client_configs)
             stored = self._positions.load(self.offsetStore)
             consumer = self._driver()
             self._paranoid_poll()

@@ -27,6 +27,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dstream_kafka.client.kafka_params import ClientConfigs
 from dstream_kafka.errors import ConfigurationError, DataLossError
 from dstream_kafka.offsets import OffsetRange, TopicPartition, partition_offsets_to_json
 from dstream_kafka.plan.batch_options import check_loss
@@ -75,7 +76,7 @@ class StartOptions(SourceOptions):
                 "partitions start; give the offsets in one place")
         return self
 
-    def check_cluster(self, kafkaParams: Mapping[str, Any]) -> None:
+    def check_cluster(self, kafkaParams: Mapping[str, Any] | ClientConfigs) -> None:
         """Refuse JSON naming topics or partitions the cluster lacks (one metadata request)."""
         topics = self.json_topics()
         if topics:

@@ -308,6 +308,25 @@ def test_fingerprint_tells_different_settings_apart():
     )
 
 
+def test_client_configs_hold_every_client_config_of_one_translation(monkeypatch):
+    from dstream_kafka.client import kafka_params
+
+    params = {"bootstrap.servers": "h:1", "group.id": "g", "value.deserializer": SER + "StringDeserializer"}
+    translations = []
+    translate = kafka_params.consumer_config
+    monkeypatch.setattr(kafka_params, "consumer_config",
+                        lambda p: translations.append(p) or translate(p))
+    configs = kafka_params.ClientConfigs.of(params)
+    assert kafka_params.driver_consumer_config(configs) == configs.driver
+    with kafka_params.bootstrap_errors(configs):
+        pass
+    assert len(translations) == 1 and configs.librdkafka is None
+    monkeypatch.undo()
+    assert configs.executor == fix_kafka_params(params)
+    assert configs.driver == driver_consumer_config(params)
+    assert configs.fingerprint == params_fingerprint(configs.executor)
+
+
 class _UpperDeserializer(kafka.serializer.Deserializer):
     def deserialize(self, topic, bytes_):
         return bytes_.upper()
