@@ -48,7 +48,6 @@ __all__ = [
     "PID_INTEGRAL",
     "PID_MIN_RATE",
     "PID_PROPORTIONAL",
-    "PYSPARK_PYTHON",
     "RATE_ESTIMATOR",
     "RETRY_BACKOFF",
     "STOP_GRACEFULLY_ON_SHUTDOWN",
@@ -96,8 +95,6 @@ GRACEFUL_STOP_TIMEOUT = "spark.streaming.gracefulStopTimeout"
 CONCURRENT_JOBS = "spark.streaming.concurrentJobs"
 #: How long a file stream remembers the files it read (Spark reads it in seconds).
 FILE_STREAM_MIN_REMEMBER = "spark.streaming.fileStream.minRememberDuration"
-#: The interpreter of Python workers (else ``PYSPARK_PYTHON``); checked by ``KafkaUtils``.
-PYSPARK_PYTHON = "spark.pyspark.python"
 # Spark core
 NETWORK_TIMEOUT = "spark.network.timeout"
 # dstream_kafka's own: which Python Kafka client executors and the driver use.
@@ -142,7 +139,6 @@ DEFAULTS: Mapping[str, str | None] = {
     GRACEFUL_STOP_TIMEOUT: None,  # unset: 10 batch intervals
     CONCURRENT_JOBS: "1",
     FILE_STREAM_MIN_REMEMBER: "60s",
-    PYSPARK_PYTHON: None,  # unset: PYSPARK_PYTHON, else python3
     NETWORK_TIMEOUT: "120s",
     CONSUMER_BACKEND: "kafka-python",
     PROGRESS_JSON_PATH: None,  # unset: no progress file

@@ -17,13 +17,11 @@ from dstream_kafka.errors import ConfigurationError, DataLossError, InvalidOffse
 from dstream_kafka.client.kafka_params import ClientConfigs, bootstrap_errors
 from dstream_kafka._spark_internals import (
     is_active_context,
-    live_conf,
     worker_python,
     worker_python_imports,
 )
-from dstream_kafka.config import PYSPARK_PYTHON, SparkConfReader
 from dstream_kafka.read.kafka_rdd import KafkaRDD, read_settings
-from dstream_kafka.plan.offset_reader import offset_reader
+from dstream_kafka.client.offset_reader import offset_reader
 from dstream_kafka.plan.batch_options import BatchOptions, resolve_offset_ranges
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.read.placement import (
@@ -63,14 +61,16 @@ def _check_context(sc: Any) -> None:
 def _check_worker_python(sc: Any) -> None:
     """Refuse a local master whose Python workers cannot import dstream_kafka.
 
-    Workers run ``spark.pyspark.python``, else ``PYSPARK_PYTHON`` (``python3`` when unset),
-    not necessarily this driver's interpreter; without dstream_kafka every task would fail
-    with an import error on the executor. Only local masters are checked: their workers run
+    Workers run the context's ``pythonExec``: ``PYSPARK_PYTHON`` when the context was created
+    (``python3`` when unset), not necessarily this driver's interpreter; without dstream_kafka
+    every task would fail with an import error on the executor. ``spark.pyspark.python`` reaches
+    it only through ``spark-submit``, which sets ``PYSPARK_PYTHON`` from it; set on a builder
+    under ``python app.py`` it changes nothing, so it is not consulted. Only local masters are checked: their workers run
     on this machine. The answer is cached per interpreter (one ``python -c`` the first time).
     """
     if not str(sc.master).startswith("local"):
         return
-    python = SparkConfReader(live_conf(sc)).get_raw(PYSPARK_PYTHON) or worker_python(sc)
+    python = worker_python(sc)
     resolved = shutil.which(python) or python
     if os.path.realpath(resolved) == os.path.realpath(sys.executable):
         return
@@ -78,9 +78,9 @@ def _check_worker_python(sc: Any) -> None:
         return
     raise ConfigurationError(
         f"Spark starts its Python workers with {python!r}, which cannot import dstream_kafka "
-        f"(this driver runs {sys.executable}). Set PYSPARK_PYTHON={sys.executable} (or "
-        f"spark.pyspark.python) before the SparkContext is created, or install dstream_kafka "
-        f"for {python!r}"
+        f"(this driver runs {sys.executable}). Set PYSPARK_PYTHON={sys.executable} before the "
+        f"SparkContext is created (spark.pyspark.python works through spark-submit only), or "
+        f"install dstream_kafka for {python!r}"
     )
 
 
@@ -301,7 +301,7 @@ class KafkaUtils:
                                  poll_timeout_ms=opts.poll_timeout_ms)
         settings = settings._replace(failOnDataLoss=opts.fail_on_data_loss)
         rdd = KafkaRDD(sc, configs.executor, ranges, locations, settings)
-        rdd._lost_ranges = list(resolution.lost)
+        rdd.add_lost_ranges(resolution.lost)
         return rdd
 
     @staticmethod

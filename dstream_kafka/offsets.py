@@ -10,12 +10,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from numbers import Integral
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from dstream_kafka.errors import ConfigurationError, InvalidOffsetRangeError
 
 __all__ = [
     "EARLIEST",
+    "INT32_MAX",
+    "INT64_MAX",
     "LATEST",
     "CanCommitOffsets",
     "HasOffsetRanges",
@@ -30,14 +32,16 @@ EARLIEST = -2
 #: Sentinel offset meaning "the log end offset at resolution time" (Spark's ``LATEST``).
 LATEST = -1
 
-_INT32_MAX = 2**31 - 1
-_INT64_MAX = 2**63 - 1
+#: The largest Kafka partition number (a Java ``int``).
+INT32_MAX = 2**31 - 1
+#: The largest Kafka offset or timestamp (a Java ``long``).
+INT64_MAX = 2**63 - 1
 
 
 def _to_int32(value: int) -> int:
     """Wrap an integer to Java ``int`` (signed 32-bit, two's complement overflow)."""
     value &= 0xFFFFFFFF
-    return value - 0x1_0000_0000 if value > _INT32_MAX else value
+    return value - 0x1_0000_0000 if value > INT32_MAX else value
 
 
 @functools.lru_cache(maxsize=4096)
@@ -124,9 +128,9 @@ def as_topic_partition(value: Any, what: str = "topic partition") -> TopicPartit
         )
     plain = type(partition) is int  # the common case skips the abstract-base-class check
     if ((not plain and (isinstance(partition, bool) or not isinstance(partition, Integral)))
-            or partition < 0 or int(partition) > _INT32_MAX):
+            or partition < 0 or int(partition) > INT32_MAX):
         raise ConfigurationError(
-            f"Invalid {what} {value!r}: the partition must be an int >= 0 and at most {_INT32_MAX}, "
+            f"Invalid {what} {value!r}: the partition must be an int >= 0 and at most {INT32_MAX}, "
             f"got {partition!r}"
         )
     if type(value) is TopicPartition:
@@ -152,7 +156,7 @@ def _check_offset_field(name: str, value: Any, topic: Any, partition: Any) -> in
             f"{name} must be >= 0, got {value} for topic {topic} partition {partition}{hint}"
         )
     # Kafka offsets are Java longs and partitions Java ints: a larger value cannot be sent.
-    limit, spelled = (_INT32_MAX, "2**31 - 1") if name == "partition" else (_INT64_MAX, "2**63 - 1")
+    limit, spelled = (INT32_MAX, "2**31 - 1") if name == "partition" else (INT64_MAX, "2**63 - 1")
     if int(value) > limit:
         raise InvalidOffsetRangeError(
             f"{name} must be at most {limit} ({spelled}, Kafka's limit), got {value} for topic "
@@ -307,31 +311,3 @@ class CanCommitOffsets(Protocol):
     def commitAsync(self, offsetRanges: Any, callback: Any = None) -> None:
         """Queue ``offsetRanges`` for commit; ``callback(offsets, error)`` reports the result."""
         ...
-
-
-
-# The JSON codec was defined here before it got its own module; its names stay importable
-# from here, loaded on first use (offsets_json needs the types above, so it cannot be
-# imported while this module is).
-_JSON_NAMES = frozenset({
-    "offset_ranges_from_json", "offset_ranges_to_json", "partition_offsets_from_json",
-    "partition_offsets_to_json", "partitions_from_json", "partitions_to_json",
-})
-
-if TYPE_CHECKING:
-    from dstream_kafka.offsets_json import (
-        offset_ranges_from_json as offset_ranges_from_json,
-        offset_ranges_to_json as offset_ranges_to_json,
-        partition_offsets_from_json as partition_offsets_from_json,
-        partition_offsets_to_json as partition_offsets_to_json,
-        partitions_from_json as partitions_from_json,
-        partitions_to_json as partitions_to_json,
-    )
-
-
-def __getattr__(name: str) -> Any:
-    if name in _JSON_NAMES:
-        from dstream_kafka import offsets_json
-
-        return getattr(offsets_json, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

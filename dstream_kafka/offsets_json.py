@@ -16,9 +16,9 @@ from typing import Any
 
 from dstream_kafka.errors import ConfigurationError, InvalidOffsetRangeError, OffsetsJsonError
 from dstream_kafka.offsets import (
-    _INT32_MAX,
-    _INT64_MAX,
     EARLIEST,
+    INT32_MAX,
+    INT64_MAX,
     LATEST,
     OffsetRange,
     TopicPartition,
@@ -86,10 +86,10 @@ def _check_topic(topic: str) -> None:
 
 
 def _check_partition_value(topic: str, value: Any) -> int:
-    if not _is_int(value) or not 0 <= value <= _INT32_MAX:
+    if not _is_int(value) or not 0 <= value <= INT32_MAX:
         raise _JsonProblem(
             f"partition {json.dumps(value)} of topic {json.dumps(topic)} is not an int in "
-            f"[0, {_INT32_MAX}]"
+            f"[0, {INT32_MAX}]"
         )
     return int(value)
 
@@ -161,10 +161,10 @@ def partition_offsets_from_json(
                         f"partition key {json.dumps(key)} of topic {json.dumps(topic)} is not a "
                         "non-negative decimal int"
                     )
-                if int(key) > _INT32_MAX:
+                if int(key) > INT32_MAX:
                     raise _JsonProblem(
                         f"partition key {json.dumps(key)} of topic {json.dumps(topic)} is out of "
-                        f"range: partitions are 0 to {_INT32_MAX} (2**31 - 1)"
+                        f"range: partitions are 0 to {INT32_MAX} (2**31 - 1)"
                     )
                 tp = TopicPartition(topic, int(key))
                 if tp in result:
@@ -175,10 +175,10 @@ def partition_offsets_from_json(
                     raise _JsonProblem(
                         f"offset {json.dumps(offset)} for {topic}-{key} is not an int"
                     )
-                if offset > _INT64_MAX:
+                if offset > INT64_MAX:
                     raise _JsonProblem(
                         f"offset {offset} for {topic}-{key} is out of range: offsets are 0 to "
-                        f"{_INT64_MAX} (2**63 - 1)"
+                        f"{INT64_MAX} (2**63 - 1)"
                         + (f", or {' or '.join(map(str, sorted(allowed_sentinels)))}"
                            if allowed_sentinels else "")
                     )

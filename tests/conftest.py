@@ -41,7 +41,7 @@ def kafka() -> Iterator[KafkaCluster]:
     cluster = KafkaCluster(brokers=1)
     cluster.start()
     yield cluster
-    from dstream_kafka.plan.offset_reader import close_offset_readers
+    from dstream_kafka.client.offset_reader import close_offset_readers
 
     close_offset_readers()  # pooled driver clients would log connection errors after the stop
     cluster.stop()
@@ -79,7 +79,7 @@ def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClu
     cluster = KafkaCluster(brokers=1, heap="384m", security=security)
     cluster.start()
     yield cluster
-    from dstream_kafka.plan.offset_reader import close_offset_readers
+    from dstream_kafka.client.offset_reader import close_offset_readers
 
     close_offset_readers()
     cluster.stop()

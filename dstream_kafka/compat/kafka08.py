@@ -93,11 +93,15 @@ class OffsetRange:
 
     __repr__ = __str__
 
-    def _to_kafka010(self) -> OffsetRange010:
+    def to_kafka010(self) -> OffsetRange010:
+        """Return this range as the package's :class:`dstream_kafka.offsets.OffsetRange`
+        (validated there; not in 2.4)."""
         return OffsetRange010(self.topic, self.partition, self.fromOffset, self.untilOffset)
 
     @classmethod
-    def _from_kafka010(cls, r: OffsetRange010) -> OffsetRange:
+    def from_kafka010(cls, r: OffsetRange010) -> OffsetRange:
+        """Return the package's :class:`dstream_kafka.offsets.OffsetRange` ``r`` as a 0-8
+        range (not in 2.4)."""
         return cls(r.topic, r.partition, r.fromOffset, r.untilOffset)
 
 
@@ -125,7 +129,14 @@ class TopicAndPartition:
     def __repr__(self) -> str:
         return f"TopicAndPartition({self._topic!r}, {self._partition!r})"
 
-    def _to_topic_partition(self) -> TopicPartition:
+    def to_topic_partition(self) -> TopicPartition:
+        """Return the validated :class:`dstream_kafka.offsets.TopicPartition` (not in 2.4).
+
+        Raises
+        ------
+        ConfigurationError
+            If the topic is not a non-empty string or the partition not an int >= 0.
+        """
         if not isinstance(self._topic, str) or not self._topic:
             raise ConfigurationError(f"{self!r}: the topic must be a non-empty string")
         if isinstance(self._partition, bool) or not isinstance(self._partition, int) \
@@ -144,24 +155,31 @@ class Broker:
     def __repr__(self) -> str:
         return f"Broker({self._host!r}, {self._port!r})"
 
+    @property
+    def host(self) -> str:
+        """The broker's host (2.4 kept it as ``_host`` only)."""
+        return self._host
+
 
 class KafkaMessageAndMetadata:
     """One Kafka message as ``messageHandler`` receives it (PySpark 2.4's class).
 
     ``topic``, ``partition`` and ``offset`` are attributes; ``key`` and ``message`` are the
     raw bytes passed through the stream's ``keyDecoder`` / ``valueDecoder``
-    (``utf8_decoder`` by default). Pickles as the five raw fields, dropping the decoders.
+    (``utf8_decoder`` by default; the keyword-only arguments of the same names, not in 2.4,
+    set them). Pickles as the five raw fields, dropping the decoders.
     """
 
     def __init__(self, topic: str, partition: int, offset: int, key: bytes | None,
-                 message: bytes | None) -> None:
+                 message: bytes | None, *, keyDecoder: Callable[[bytes | None], Any] = utf8_decoder,
+                 valueDecoder: Callable[[bytes | None], Any] = utf8_decoder) -> None:
         self.topic = topic
         self.partition = partition
         self.offset = offset
         self._rawKey = key
         self._rawMessage = message
-        self._keyDecoder: Callable[[bytes | None], Any] = utf8_decoder
-        self._valueDecoder: Callable[[bytes | None], Any] = utf8_decoder
+        self._keyDecoder = keyDecoder
+        self._valueDecoder = valueDecoder
 
     def __str__(self) -> str:
         return "KafkaMessageAndMetadata(topic: %s, partition: %d, offset: %d, key and message...)" \
@@ -174,9 +192,11 @@ class KafkaMessageAndMetadata:
                 (self.topic, self.partition, self.offset, self._rawKey, self._rawMessage))
 
     def _set_key_decoder(self, decoder: Callable[[bytes | None], Any]) -> None:
+        """Decode :attr:`key` with ``decoder`` (2.4's setter, kept for ported code)."""
         self._keyDecoder = decoder
 
     def _set_value_decoder(self, decoder: Callable[[bytes | None], Any]) -> None:
+        """Decode :attr:`message` with ``decoder`` (2.4's setter, kept for ported code)."""
         self._valueDecoder = decoder
 
     @property
@@ -204,10 +224,8 @@ def record_converter(keyDecoder: Callable[[Any], Any], valueDecoder: Callable[[A
         return decode
 
     def handle(r: ConsumerRecord) -> Any:
-        m = KafkaMessageAndMetadata(r.topic, r.partition, r.offset, r.key, r.value)
-        m._set_key_decoder(keyDecoder)
-        m._set_value_decoder(valueDecoder)
-        return messageHandler(m)
+        return messageHandler(KafkaMessageAndMetadata(r.topic, r.partition, r.offset, r.key, r.value,
+                                                      keyDecoder=keyDecoder, valueDecoder=valueDecoder))
     return handle
 
 
@@ -250,7 +268,7 @@ def _topic_partitions(tps: Iterable[Any], what: str) -> list[TopicPartition]:
     for tp in tps:
         if not isinstance(tp, TopicAndPartition):
             raise TypeError(f"{what} keys should be TopicAndPartition, got {type(tp).__name__}")
-        result.append(tp._to_topic_partition())
+        result.append(tp.to_topic_partition())
     return result
 
 
@@ -270,7 +288,7 @@ def start_offsets(params: Mapping[str, Any], topics: list[str], reset: str | Non
     UnknownTopicPartitionError
         For a topic or partition the cluster does not have.
     """
-    from dstream_kafka.plan.offset_reader import offset_reader
+    from dstream_kafka.client.offset_reader import offset_reader
 
     if fromOffsets:
         tps = _topic_partitions(fromOffsets, "fromOffsets")
@@ -311,7 +329,7 @@ def check_offsets_available(params: Mapping[str, Any], ranges: list[OffsetRange0
     UnknownTopicPartitionError
         For a topic or partition the cluster does not have.
     """
-    from dstream_kafka.plan.offset_reader import offset_reader
+    from dstream_kafka.client.offset_reader import offset_reader
 
     tps = sorted({r.topicPartition() for r in ranges})
     if not tps:

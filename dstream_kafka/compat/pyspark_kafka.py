@@ -182,7 +182,7 @@ class KafkaUtils:
         check_offsets_available(params, ranges)
         rdd = KafkaUtils010.createRDD(sc, params, ranges, strategy)
         return KafkaRDD(rdd, record_converter(keyDecoder, valueDecoder, messageHandler),
-                        [OffsetRange._from_kafka010(r) for r in ranges])
+                        [OffsetRange.from_kafka010(r) for r in ranges])
 
 
 class KafkaRDD(PipelinedRDD[Any, Any]):
@@ -219,7 +219,7 @@ class KafkaDStream(DStream[Any]):
         rdd = self._parents[0]._get_or_compute(time_ms)
         if rdd is None:
             return None
-        ranges = [OffsetRange._from_kafka010(r) for r in cast(HasOffsetRanges, rdd).offsetRanges()]
+        ranges = [OffsetRange.from_kafka010(r) for r in cast(HasOffsetRanges, rdd).offsetRanges()]
         return KafkaRDD(rdd, self._convert, ranges)
 
     def transform(self, func: Callable[..., RDD[Any] | None]) -> KafkaTransformedDStream:
@@ -256,7 +256,7 @@ def _check_streaming_context(ssc: Any) -> None:
 
 def _to_kafka010(r: Any) -> OffsetRange010:
     if isinstance(r, OffsetRange):
-        return r._to_kafka010()
+        return r.to_kafka010()
     if isinstance(r, OffsetRange010):
         return r
     raise TypeError(f"offsetRanges should hold OffsetRange objects, got {type(r).__name__}")
@@ -271,5 +271,5 @@ def _leader_hosts(leaders: Mapping[Any, Any]) -> dict[Any, str]:
             raise TypeError(f"leaders keys should be TopicAndPartition, got {type(tp).__name__}")
         if not isinstance(broker, Broker):
             raise TypeError(f"leaders values should be Broker, got {type(broker).__name__}")
-        hosts[tp._to_topic_partition()] = broker._host
+        hosts[tp.to_topic_partition()] = broker.host
     return hosts

@@ -96,7 +96,7 @@ class OffsetsBroker:
     def __enter__(self) -> OffsetsBroker:
         from kafka.errors import KafkaError
 
-        from dstream_kafka.plan.offset_reader import KafkaOffsetReader
+        from dstream_kafka.client.offset_reader import KafkaOffsetReader
 
         ms = int(self._timeout * 1000)
         try:

@@ -16,17 +16,17 @@ import io
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.operate.broker import (OffsetsBroker, bound_note, brokers_for, check_named_partitions,
                                           check_topic_name)
+from dstream_kafka.operate.common import opened_store, render_table
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.records import CommitRecord
 
 __all__ = ["COLUMNS", "OffsetRow", "describe", "export_offsets", "format_history", "format_rows", "history",
-           "import_offsets", "render_table", "reset"]
+           "import_offsets"]
 
 #: The table's columns, in order.
 COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET",
@@ -117,7 +117,7 @@ def describe(store: OffsetStore | str, group: str, *, bootstrap_servers: str | N
     """
     bootstrap_servers = brokers_for(store, bootstrap_servers)
     if isinstance(store, str):
-        opened, _ = _opened(store, timeout)
+        opened, _ = opened_store(store, timeout)
         try:
             return describe(opened, group, bootstrap_servers=bootstrap_servers, topic=topic,
                             timeout=timeout)
@@ -188,41 +188,6 @@ def format_rows(rows: Sequence[OffsetRow], fmt: str = "table", *, terminal: bool
     return rendered + "\n" + total
 
 
-#: Columns :func:`render_table` aligns right.
-NUMERIC_COLUMNS = frozenset({"PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET",
-                             "LAG", "RECORDS"})
-
-
-def render_table(columns: Sequence[str], rows: Sequence[tuple[Sequence[str], bool]], *,
-                 terminal: bool = False) -> str:
-    """Return rows as aligned columns drawn by rich; a row flagged True is red on a terminal.
-
-    Without ``terminal`` the text is plain (no borders, colours or trailing spaces), for pipes.
-    """
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(box=box.SIMPLE_HEAD if terminal else None, show_edge=False, pad_edge=False,
-                  header_style="bold" if terminal else "")
-    for name in columns:
-        table.add_column(name, justify="right" if name in NUMERIC_COLUMNS else "left", no_wrap=True)
-    for cells, flagged in rows:
-        table.add_row(*cells, style="red" if (terminal and flagged) else None)
-    console = Console(file=io.StringIO(), width=1000, force_terminal=terminal,
-                      color_system="standard" if terminal else None, highlight=False)
-    console.print(table)
-    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()).strip("\n")  # type: ignore[attr-defined]
-
-
-def _opened(store: OffsetStore | str, timeout: float, *, create: bool = False) -> tuple[OffsetStore, bool]:
-    """Return (store, whether this call opened it); a URI is opened for reading (``create``
-    False: it must exist and nothing is created) unless ``create``."""
-    from dstream_kafka.stores.uri import open_store
-
-    return (open_store(store, timeout=timeout, create=create), True) if isinstance(store, str) else (store, False)
-
-
 def export_offsets(store: OffsetStore | str, group: str, *, topic: str | None = None,
                    timeout: float = 10.0) -> str:
     """Return the committed offsets of ``group`` as Structured Streaming's offsets JSON.
@@ -250,7 +215,7 @@ def export_offsets(store: OffsetStore | str, group: str, *, topic: str | None = 
     """
     from dstream_kafka.offsets_json import partition_offsets_to_json
 
-    opened, owned = _opened(store, timeout)
+    opened, owned = opened_store(store, timeout)
     try:
         committed = opened.load(group, None if topic is None else [topic])
     finally:
@@ -331,7 +296,7 @@ def import_offsets(store: OffsetStore | str, group: str, offsets_json: str, *,
             f"--file: {'; '.join(outside)}; an import stores only offsets within [log start, log end]: fix the "
             "file, or use `dstream-kafka offsets reset --from-file FILE`, which clamps into the log. Nothing was "
             "written.")
-    opened, owned = _opened(store, timeout, create=True)
+    opened, owned = opened_store(store, timeout, create=True)
     try:
         pending = opened.pending(group)
         if pending is not None:
@@ -373,7 +338,7 @@ def history(store: OffsetStore | str, group: str, *, limit: int = 20,
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ConfigurationError(f"--limit must be a whole number >= 1, got {limit!r}")
-    opened, owned = _opened(store, timeout)
+    opened, owned = opened_store(store, timeout)
     try:
         records = opened.history(group, limit)
     finally:
@@ -421,14 +386,3 @@ def _ranges_text(record: CommitRecord) -> str:
     moves = " ".join(f"{x.topic}-{x.partition}: {record.reset.previous.get(x.topicPartition(), '-')} -> "
                      f"{x.untilOffset}" for x in record.ranges)
     return f"RESET by {record.reset.user}@{record.reset.host}: {moves}"
-
-
-def reset(store: OffsetStore | str, group: str, scenario: Any, *, topics: Sequence[str] = (),
-          all_topics: bool = False, bootstrap_servers: str | None = None, execute: bool = False,
-          timeout: float = 10.0) -> list[Any]:
-    """Plan (and with ``execute`` write) a reset of ``group``'s offsets; see
-    :func:`dstream_kafka.operate.reset.reset`, which this is."""
-    from dstream_kafka.operate.reset import reset as _reset
-
-    return _reset(store, group, scenario, topics=topics, all_topics=all_topics,
-                  bootstrap_servers=bootstrap_servers, execute=execute, timeout=timeout)

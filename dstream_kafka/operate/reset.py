@@ -5,7 +5,7 @@
 ``--to-datetime``, ``--by-duration``, ``--from-file``), clamps it into ``[log start, log end]``
 and, with ``execute``, writes it through :meth:`~dstream_kafka.stores.base.OffsetStore.reset`:
 one audited commit (user, host, old offsets) that the history shows and the next stream start
-logs (:func:`log_reset_start`). A reset is refused, with nothing written, while a stream holds
+logs (:meth:`~dstream_kafka.stores.base.OffsetStore.last_reset`). A reset is refused, with nothing written, while a stream holds
 the group: members in the Kafka group (a subscribed driver), a planned batch not committed, or
 a commit between the plan and the write (the store's compare-and-set).
 """
@@ -16,7 +16,6 @@ import csv
 import datetime as _dt
 import getpass
 import io
-import logging
 import re
 import socket
 import time
@@ -27,12 +26,11 @@ from typing import Any
 from dstream_kafka.errors import ConfigurationError, OffsetFencedError
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.operate.broker import OffsetsBroker, bound_note, brokers_for, check_named_partitions
+from dstream_kafka.operate.common import opened_store, render_table
 from dstream_kafka.stores.base import OffsetStore
 
-__all__ = ["RESET_COLUMNS", "ResetRow", "Scenario", "format_reset", "log_reset_start", "parse_datetime",
-           "parse_duration", "parse_offsets_file", "reset"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["RESET_COLUMNS", "ResetRow", "Scenario", "format_reset", "parse_datetime", "parse_duration",
+           "parse_offsets_file", "reset"]
 
 #: The plan table's columns, in order.
 RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "LOG-START-OFFSET",
@@ -238,8 +236,6 @@ def reset(store: OffsetStore | str, group: str, scenario: Scenario, *, topics: S
     OffsetFencedError
         A stream committed between the plan and the write; nothing is written.
     """
-    from dstream_kafka.operate.describe import _opened
-
     bootstrap_servers = brokers_for(store, bootstrap_servers)
     # Every value is checked before the store or the broker is asked anything.
     from_file = parse_offsets_file(scenario.value) if scenario.kind == "from-file" else {}
@@ -249,7 +245,7 @@ def reset(store: OffsetStore | str, group: str, scenario: Scenario, *, topics: S
         parse_duration(scenario.value)
     for spec in topics:
         _parse_topic(spec)
-    opened, owned = _opened(store, timeout)  # a reset moves a store's offsets: it must exist
+    opened, owned = opened_store(store, timeout)  # a reset moves a store's offsets: it must exist
     try:
         stored = opened.load(group)
         with OffsetsBroker(bootstrap_servers, timeout) as broker:
@@ -343,7 +339,7 @@ def _plan(broker: OffsetsBroker, group: str, scenario: Scenario, chosen: list[To
 
 def _write(store: OffsetStore, group: str, rows: Sequence[ResetRow], stored: Mapping[TopicPartition, int],
            servers: str, timeout: float) -> None:
-    from dstream_kafka.stores.group_copy import copy_reset_to_group
+    from dstream_kafka.stores.mirror import copy_reset_to_group
 
     offsets = {TopicPartition(r.topic, r.partition): r.new_offset for r in rows if r.new_offset is not None}
     try:
@@ -356,8 +352,6 @@ def _write(store: OffsetStore, group: str, rows: Sequence[ResetRow], stored: Map
 
 def format_reset(rows: Sequence[ResetRow], *, executed: bool, terminal: bool = False) -> str:
     """Render a reset plan: the before/after table, then what was (or would be) written."""
-    from dstream_kafka.operate.describe import render_table
-
     table = render_table(RESET_COLUMNS, [(r.cells(), bool(r.note)) for r in rows], terminal=terminal)
     skipped = sum(1 for r in rows if r.skipped)
     clamped = sum(1 for r in rows if r.note and not r.skipped)
@@ -369,15 +363,3 @@ def format_reset(rows: Sequence[ResetRow], *, executed: bool, terminal: bool = F
     return (table + f"\nDRY RUN: {len(rows) - skipped} partitions planned{tail}; nothing written "
             "(add --execute to write)")
 
-
-def log_reset_start(store: OffsetStore, group: str) -> None:
-    """Log a warning when ``group``'s newest commit is a reset: the stream starts from it."""
-    if not isinstance(store, OffsetStore):
-        return  # a store of the user's own that only quacks like one may keep no history
-    newest = store.history(group, 1)
-    if newest and newest[0].reset is not None:
-        audit = newest[0].reset
-        moves = ", ".join(f"{r.topic}-{r.partition} {audit.previous.get(r.topicPartition(), '-')} -> {r.untilOffset}"
-                          for r in newest[0].ranges)
-        logger.warning("Group %r starts from a reset by %s@%s at %s: %s", group, audit.user, audit.host,
-                       newest[0].committed_at.isoformat(timespec="seconds"), moves)

@@ -6,7 +6,7 @@ start from ``startingTimestamp`` > ``startingOffsetsByTimestamp`` > ``startingOf
 (default ``earliest``); end at ``endingTimestamp`` > ``endingOffsetsByTimestamp`` >
 ``endingOffsets`` (default ``latest``). Option names are case-insensitive. Offsets are looked
 up with a driver kafka-python consumer that joins no group
-(:func:`~dstream_kafka.plan.offset_reader.offset_reader`); under
+(:func:`~dstream_kafka.client.offset_reader.offset_reader`); under
 ``isolation.level=read_committed`` "latest" is the last stable offset.
 
 ``failOnDataLoss`` decides what happens when a requested start is below the earliest offset
@@ -25,8 +25,9 @@ from typing import Any, NamedTuple
 
 from dstream_kafka.client.kafka_params import ClientConfigs
 from dstream_kafka.errors import ConfigurationError, DataLossError
-from dstream_kafka.offsets import OffsetRange, TopicPartition, as_topic_partition, partitions_from_json
-from dstream_kafka.plan.offset_reader import KafkaOffsetReader, offset_reader
+from dstream_kafka.client.offset_reader import KafkaOffsetReader, offset_reader
+from dstream_kafka.offsets import OffsetRange, TopicPartition, as_topic_partition
+from dstream_kafka.offsets_json import partitions_from_json
 from dstream_kafka.plan.source_options import Side, SourceOptions, options_of
 
 __all__ = ["BATCH_OPTIONS", "BatchOptions", "OffsetResolution", "check_loss", "resolve_offset_ranges"]

@@ -15,7 +15,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from dstream_kafka.offsets import TopicPartition, partition_offsets_to_json
+from dstream_kafka.offsets import TopicPartition
+from dstream_kafka.offsets_json import partition_offsets_to_json
 
 __all__ = ["BoundedRun", "stop_when_all_done"]
 

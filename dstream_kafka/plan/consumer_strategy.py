@@ -298,7 +298,7 @@ class _BaseStrategy(ConsumerStrategy):
         """
         from kafka.errors import KafkaError
 
-        from dstream_kafka.plan.offset_reader import offset_reader
+        from dstream_kafka.client.offset_reader import offset_reader
 
         try:
             with offset_reader(self.client_configs) as reader:

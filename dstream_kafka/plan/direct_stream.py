@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from dstream_kafka import _kafka_internals
 from dstream_kafka.plan.bounded_run import BoundedRun, stop_when_all_done
@@ -38,10 +38,10 @@ from dstream_kafka.plan.consumer_strategy import (
     seek_back,
 )
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
-from dstream_kafka.plan.latest_offsets import PartitionsGone, any_reachable, latest_offsets
+from dstream_kafka.client.latest_offsets import PartitionsGone, any_reachable, latest_offsets
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.client.param_checks import check_offset_store
-from dstream_kafka.read.placement import LocationStrategy, PreferBrokers
+from dstream_kafka.read.placement import LocationStrategy, PreferBrokers, locations_for
 from dstream_kafka.ui.metrics import count_data_loss
 from dstream_kafka.plan.progress import BatchProgress, ProgressTracker, describe_ranges
 from dstream_kafka.plan.rate import (
@@ -70,6 +70,38 @@ logger = logging.getLogger(__name__)
 
 #: Longest time one batch's driver poll waits for a group rebalance to complete.
 REJOIN_TIMEOUT_S = 30.0
+
+
+class PlannedBatch(NamedTuple):
+    """One engine batch as the stream planned it, kept until the batch completes or fails.
+
+    Attributes
+    ----------
+    time : int
+        The engine's batch time (epoch ms).
+    storeTime : int
+        The batch time the offset store knows the batch by: ``time``, except for a replayed
+        uncommitted batch, which keeps its original time in the store.
+    ranges : list of OffsetRange
+    behind : dict
+        Offsets between each partition's until offset and its latest offset when planned.
+    planMs : float
+        Driver time spent planning the batch.
+    rdd : KafkaRDD or None
+    """
+
+    time: int
+    storeTime: int
+    ranges: list[OffsetRange]
+    behind: dict[TopicPartition, int]
+    planMs: float
+    rdd: KafkaRDD | None
+
+    @classmethod
+    def unknown(cls, batch_time: int) -> PlannedBatch:
+        """A batch this stream holds no plan of (its planning failed): no ranges to commit."""
+        return cls(batch_time, batch_time, [], {}, 0.0, None)
+
 
 class DirectKafkaInputDStream(InputDStream[Any]):
     """A stream of :class:`~dstream_kafka.record.ConsumerRecord` RDDs, one Kafka partition per
@@ -129,12 +161,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._consumer: Any = None
         self._consumer_lock = threading.RLock()
         self._commits = CommitQueue(self._group_id)
-        self._batches: dict[int, tuple[list[OffsetRange], dict[TopicPartition, int]]] = {}
-        self._plan_ms: dict[int, float] = {}
-        self._rdds: dict[int, KafkaRDD] = {}
-        # Engine batch time -> the batch time the offset store knows it by (differs only for a
-        # replayed uncommitted batch, which keeps its original time in the store).
-        self._store_times: dict[int, int] = {}
+        self._planned: dict[int, PlannedBatch] = {}  # by engine batch time
         self._progress = ProgressTracker()
         self.rateController: RateController | None = None
         if conf.backpressure_enabled:
@@ -292,19 +319,17 @@ class DirectKafkaInputDStream(InputDStream[Any]):
             latest = self.latestOffsets()
             replay = self._positions.take_replay(latest)
             if replay is not None:
-                self._store_times[batch_time] = replay[0]
-                until = replay[1]
+                store_time, until = replay
             else:
-                until = self._clamp(latest)
+                store_time, until = batch_time, self._clamp(latest)
             ranges = self._positions.ranges_to(until)
-            store_time = self._store_times.get(batch_time, batch_time)
             if self.offsetStore is not None:
                 self.offsetStore.plan(self._store_group, store_time, ranges, epoch=self._store_epoch)
             rdd = self._make_rdd(ranges)
-            self._rdds[batch_time] = rdd
             behind = {tp: max(latest.get(tp, until[tp]) - until[tp], 0) for tp in until}
-            self._batches[batch_time] = (ranges, behind)
-            self._plan_ms[batch_time] = (time.perf_counter() - started) * 1000.0
+            self._planned[batch_time] = PlannedBatch(
+                batch_time, store_time, ranges, behind,
+                (time.perf_counter() - started) * 1000.0, rdd)
             self.report_input_info(batch_time, sum(r.count() for r in ranges), {
                 "offsets": ranges, "Description": describe_ranges(ranges)})
             self._positions.advance(until, latest, replaying=replay is not None)
@@ -321,36 +346,33 @@ class DirectKafkaInputDStream(InputDStream[Any]):
 
     def _make_rdd(self, ranges: Sequence[OffsetRange]) -> Any:
         from dstream_kafka.read.kafka_rdd import build_kafka_rdd, read_settings
-        from dstream_kafka.read.placement import preferred_hosts_for
 
         leader_lookup = self._leader_host if self.locationStrategy is PreferBrokers else None
-        hosts = preferred_hosts_for(self.locationStrategy, [r.topicPartition() for r in ranges],
-                                    leader_lookup)
+        locations = locations_for(self._sc, self.locationStrategy, ranges, leader_lookup)
         if self._read_settings is None:
             # Deferred to the first batch; read from the stream's one SparkConf copy.
             self._read_settings = read_settings(self._conf, self._executor_params, self._use_cache,
                                                 stream=True
                                                 )._replace(failOnDataLoss=self.failOnDataLoss)
-        return build_kafka_rdd(self._sc, self._executor_params, list(ranges), hosts,
+        return build_kafka_rdd(self._sc, self._executor_params, list(ranges), locations=locations,
                                settings=self._read_settings)
 
     def _leader_host(self, tp: TopicPartition) -> str | None:
         return _kafka_internals.leader_host(self._driver(), tp)
 
     def on_batch_completed(self, batch_time: int, batch_info: BatchInfo) -> None:
-        ranges, behind = self._batches.pop(batch_time, ([], {}))
-        store_time = self._store_times.pop(batch_time, batch_time)
+        batch = self._planned.pop(batch_time, None) or PlannedBatch.unknown(batch_time)
         started = time.perf_counter()
         store = self.offsetStore
-        if store is not None and not store.committed_in(self._store_group, store_time):
-            store.commit(self._store_group, store_time, ranges, epoch=self._store_epoch)
-        self._record_read_losses(self._rdds.pop(batch_time, None), store_time)
+        if store is not None and not store.committed_in(self._store_group, batch.storeTime):
+            store.commit(self._store_group, batch.storeTime, batch.ranges, epoch=self._store_epoch)
+        self._record_read_losses(batch.rdd, batch.storeTime)
         self._commits.send(self._commit_async)
         commit_ms = (time.perf_counter() - started) * 1000.0
         processing = batch_info.processing_delay
         progress = self._progress.record(
-            batch_time, ranges, behind, self._ssc.batch_duration, processing,
-            batch_info.scheduling_delay, self._plan_ms.pop(batch_time, 0.0), commit_ms)
+            batch_time, batch.ranges, batch.behind, self._ssc.batch_duration, processing,
+            batch_info.scheduling_delay, batch.planMs, commit_ms)
         if self.rateController is not None:
             self.rateController.on_batch_completed(batch_info.processing_end_time,
                                                    progress.numRecords, processing,
@@ -376,10 +398,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
 
     def on_batch_failed(self, batch_time: int, error: BaseException) -> None:
         # Nothing is committed for a failed batch; the next start re-reads it.
-        self._batches.pop(batch_time, None)
-        self._rdds.pop(batch_time, None)
-        self._plan_ms.pop(batch_time, None)
-        self._store_times.pop(batch_time, None)
+        self._planned.pop(batch_time, None)
 
     @property
     def recentProgress(self) -> collections.deque[BatchProgress]:
@@ -431,14 +450,15 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                 "stream.transaction() needs a transactional offset store; create the stream with "
                 "offsetStore=OffsetStores.sqlite(path) or OffsetStores.postgres(dsn)")
         ms = batch_time if isinstance(batch_time, int) else datetime_to_ms(batch_time)
-        if ms not in self._batches:
+        batch = self._planned.get(ms)
+        if batch is None:
             raise ConfigurationError(
                 f"no running batch at {batch_time!r}: call stream.transaction(time) with the time "
                 "passed to foreachRDD, while that batch's output runs")
         # transactional stores are TransactionalOffsetStore's (the flag is its contract)
         transactional = cast("TransactionalOffsetStore", store)
-        return transactional.transaction(self._store_group, self._store_times.get(ms, ms),
-                                         self._batches[ms][0], epoch=self._store_epoch)
+        return transactional.transaction(self._store_group, batch.storeTime, batch.ranges,
+                                         epoch=self._store_epoch)
 
     def commitAsync(self, offsetRanges: Sequence[OffsetRange], callback: CommitCallback | None = None) -> None:
         """Queue offsets to commit to the user's ``group.id``; thread-safe, never blocks.
@@ -467,7 +487,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
     def checkpoint_data(self, batch_time: int) -> dict[str, Any] | None:
         # Describe batch_time itself: later batches may be planned already, so the driver
         # position (currentOffsets) can be ahead of what this checkpoint covers.
-        ranges = self._batches.get(batch_time, ([], {}))[0]
+        ranges = self._planned.get(batch_time, PlannedBatch.unknown(batch_time)).ranges
         return {"currentOffsets": [[r.topic, r.partition, r.untilOffset] for r in ranges]}
 
     def restore_checkpoint_data(self, data: Mapping[str, Any]) -> None:

@@ -97,6 +97,18 @@ def _keeps_group_offsets(store: OffsetStore) -> bool:
     return isinstance(store, KafkaGroupOffsetStore)
 
 
+def _log_reset_start(store: OffsetStore, group: str) -> None:
+    """Log a warning when ``group``'s newest commit is a reset: the stream starts from it."""
+    last_reset = getattr(store, "last_reset", None)  # a store of the user's own may keep no history
+    newest = last_reset(group) if last_reset is not None else None
+    if newest is not None and newest.reset is not None:
+        audit = newest.reset
+        moves = ", ".join(f"{r.topic}-{r.partition} {audit.previous.get(r.topicPartition(), '-')} -> {r.untilOffset}"
+                          for r in newest.ranges)
+        logger.warning("Group %r starts from a reset by %s@%s at %s: %s", group, audit.user, audit.host,
+                       newest.committed_at.isoformat(timespec="seconds"), moves)
+
+
 def _no_reset(tp: TopicPartition) -> ConfigurationError:
     return ConfigurationError(
         f"No starting offset for {tp.topic}-{tp.partition}: it has no stored (or, with the Kafka "
@@ -113,7 +125,7 @@ def vanished_partitions(kafkaParams: Mapping[str, Any] | ClientConfigs,
     driver consumer, whose own metadata requests fail on the very topics that vanished.
     kafka-python's error is raised when the brokers do not answer.
     """
-    from dstream_kafka.plan.offset_reader import offset_reader
+    from dstream_kafka.client.offset_reader import offset_reader
 
     with offset_reader(kafkaParams) as reader:
         existing = reader.existing_partitions({tp.topic for tp in parts})
@@ -191,9 +203,7 @@ class PartitionPositions:
         self.group_is_store = store is None or _keeps_group_offsets(store)
         if store is not None:
             stored = store.load(self.store_group, self.strategy.topic_names())
-            from dstream_kafka.operate.reset import log_reset_start
-
-            log_reset_start(store, self.store_group)  # a reset by hand is worth a line in the log
+            _log_reset_start(store, self.store_group)  # a reset by hand is worth a line in the log
             pending = store.pending(self.store_group)
             if pending is not None:
                 # A batch was planned but never committed: re-run exactly its ranges first.
@@ -213,7 +223,7 @@ class PartitionPositions:
         """
         self._first_start_pending = not stored and not assigned
         if store is not None and stored:
-            from dstream_kafka.stores.group_copy import check_group_not_moved
+            from dstream_kafka.stores.mirror import check_group_not_moved
 
             check_group_not_moved(consumer, store, self.store_group, stored)  # Kafka's reset tool
         for tp in sorted(set(self.current) - assigned):
@@ -273,7 +283,7 @@ class PartitionPositions:
         held = {tp: off for tp in tps if (off := self._committed(consumer, tp)) is not None}
         if not held:
             return
-        from dstream_kafka.offsets import partition_offsets_to_json
+        from dstream_kafka.offsets_json import partition_offsets_to_json
 
         names = ", ".join(f"{tp.topic}-{tp.partition} at {off} (starts at {self.current.get(tp)})"
                           for tp, off in sorted(held.items()))

@@ -3,9 +3,8 @@
 * :func:`max_messages_per_partition` and :func:`clamp` are
   ``DirectKafkaInputDStream.maxMessagesPerPartition`` / ``clamp``: how far each partition
   may advance in one batch.
-* :class:`PIDRateEstimator` and :class:`RateController` are Spark's backpressure
-  (``PIDRateEstimator.scala``, ``RateController.scala``), in :mod:`dstream_kafka.plan.backpressure`
-  and importable from here.
+* Spark's backpressure (``PIDRateEstimator.scala``, ``RateController.scala``) is
+  :mod:`dstream_kafka.plan.backpressure`.
 * :func:`max_offsets_per_trigger_limit` is Structured Streaming's ``maxOffsetsPerTrigger``
   split (``KafkaMicroBatchStream.rateLimit``).
 """
@@ -18,23 +17,12 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from dstream_kafka.plan.backpressure import LONG_MAX, double_to_long
-# Backpressure lived here before it got its own module; its names stay importable from here.
-from dstream_kafka.plan.backpressure import PIDRateEstimator as PIDRateEstimator
-from dstream_kafka.plan.backpressure import RateController as RateController
-from dstream_kafka.plan.backpressure import RateEstimator as RateEstimator
-from dstream_kafka.plan.backpressure import create_rate_estimator as create_rate_estimator
-from dstream_kafka.plan.backpressure import estimated_rate as estimated_rate
 from dstream_kafka.config import SparkConfReader
 
 __all__ = [
     "DefaultPerPartitionConfig",
-    "PIDRateEstimator",
     "PerPartitionConfig",
-    "RateController",
-    "RateEstimator",
     "clamp",
-    "create_rate_estimator",
-    "estimated_rate",
     "max_messages_per_partition",
     "max_offsets_per_trigger_limit",
 ]
@@ -95,8 +83,8 @@ def max_messages_per_partition(
         Batch interval in seconds (Spark: ``batchDuration.milliseconds / 1000``).
     per_partition_config : PerPartitionConfig
     rate : float, optional
-        The estimated rate in records/s when backpressure is on (see :func:`estimated_rate`),
-        ``None`` when it is off.
+        The estimated rate in records/s when backpressure is on (see
+        :func:`~dstream_kafka.plan.backpressure.estimated_rate`), ``None`` when it is off.
 
     Returns
     -------

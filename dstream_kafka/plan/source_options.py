@@ -21,15 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 from dstream_kafka.errors import ConfigurationError
-from dstream_kafka.offsets import (
-    _INT64_MAX,
-    EARLIEST,
-    LATEST,
-    TopicPartition,
-    as_topic_partition,
-    partition_offsets_from_json,
-    partition_offsets_to_json,
-)
+from dstream_kafka.offsets import EARLIEST, INT64_MAX, LATEST, TopicPartition, as_topic_partition
+from dstream_kafka.offsets_json import partition_offsets_from_json, partition_offsets_to_json
 
 __all__ = ["OPTIONS", "Side", "SourceOptions", "options_of"]
 
@@ -102,9 +95,9 @@ def _whole(name: str, value: Any, what: str = _TIMESTAMP) -> int:
         raise ConfigurationError(
             f"option {name} must be {what} (a whole number >= 0), got {value!r}; "
             f"e.g. {{'{name}': '{_example(name)}'}}")
-    if int(text) > _INT64_MAX:
+    if int(text) > INT64_MAX:
         raise ConfigurationError(
-            f"option {name} is out of range: {what} is 0 to {_INT64_MAX} (2**63 - 1), got "
+            f"option {name} is out of range: {what} is 0 to {INT64_MAX} (2**63 - 1), got "
             f"{text}; e.g. {{'{name}': '{_example(name)}'}}")
     return int(text)
 

@@ -29,10 +29,11 @@ from typing import Any
 
 from dstream_kafka.client.kafka_params import ClientConfigs
 from dstream_kafka.errors import ConfigurationError, DataLossError
-from dstream_kafka.offsets import OffsetRange, TopicPartition, partition_offsets_to_json
+from dstream_kafka.client.offset_reader import KafkaOffsetReader, offset_reader
+from dstream_kafka.offsets import OffsetRange, TopicPartition
+from dstream_kafka.offsets_json import partition_offsets_to_json
 from dstream_kafka.plan.batch_options import check_loss
 from dstream_kafka.plan.consumer_strategy import ConsumerStrategy
-from dstream_kafka.plan.offset_reader import KafkaOffsetReader, offset_reader
 from dstream_kafka.plan.source_options import SourceOptions, options_of
 
 __all__ = ["STREAM_OPTIONS", "StartOptions"]
@@ -133,7 +134,7 @@ class StartOptions(SourceOptions):
         """
         if self.start.kind is None or not tps:
             return {}, []
-        reader = KafkaOffsetReader.over(consumer)
+        reader = KafkaOffsetReader(consumer=consumer)
         earliest, latest = reader.earliest(tps), reader.latest(tps)
         found = self.start.resolve(tps, earliest, latest, reader.for_times, self.no_match)
         starts: dict[TopicPartition, int] = {}
@@ -157,7 +158,7 @@ class StartOptions(SourceOptions):
         tps = sorted(current)
         if not self.bounded or not tps:
             return {}
-        reader = KafkaOffsetReader.over(consumer)
+        reader = KafkaOffsetReader(consumer=consumer)
         earliest, latest = reader.earliest(tps), reader.latest(tps)
         ends = dict(latest)
         ends.update(self.end.resolve(tps, earliest, latest, reader.for_times, "latest"))

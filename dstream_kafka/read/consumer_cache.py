@@ -33,14 +33,8 @@ from typing import Any, NamedTuple
 
 from dstream_kafka.read.backends import DEFAULT_BACKEND
 from dstream_kafka.errors import ConfigurationError
-from dstream_kafka.read.internal_consumer import (
-    COUNTERS,
-    CacheKey,
-    InternalKafkaConsumer,
-    bump,
-    counters_snapshot,
-    reset_counters,
-)
+from dstream_kafka.read.counters import COUNTERS, bump, counters_snapshot, reset_counters
+from dstream_kafka.read.internal_consumer import CacheKey, InternalKafkaConsumer
 
 __all__ = [
     "COUNTERS",

@@ -18,13 +18,13 @@ seeks. Two iteration modes:
   comes (Spark's limitation, apache/hudi#8258).
 
 Instances are not thread-safe; :mod:`dstream_kafka.read.consumer_cache` hands each to one user
-at a time. Process-wide counters (creations, seeks, polls, records) are thread-safe.
+at a time. Process-wide counters (creations, seeks, polls, records) are
+:mod:`dstream_kafka.read.counters`.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
@@ -36,25 +36,17 @@ from dstream_kafka.read.backends import (
     create_backend,
 )
 from dstream_kafka.errors import DataLossError, FetchTimeoutError, KafkaReadError, WrongOffsetError
+from dstream_kafka.read.counters import bump
 from dstream_kafka.record import ConsumerRecord
 
 __all__ = [
-    "COUNTERS",
     "CacheKey",
     "InternalKafkaConsumer",
     "RecordsDeletedError",
-    "bump",
-    "counters_snapshot",
-    "reset_counters",
 ]
 
 log = logging.getLogger(__name__)
 
-#: Names of the per-process counters, as :func:`counters_snapshot` reports them.
-COUNTERS = ("hits", "misses", "creations", "closes", "evictions", "seeks", "polls", "records",
-            "prepositions")
-_counters = dict.fromkeys(COUNTERS, 0)
-_counter_lock = threading.Lock()
 # While records may never come (a gap), poll in slices this long and check the position.
 _POLL_SLICE_MS = 200
 _ALLOW_HINT = (
@@ -87,25 +79,6 @@ class RecordsDeletedError(DataLossError):
 def _matching_prefix(offsets: list[int], wanted: range) -> int:
     """Return how many leading ``offsets`` equal ``wanted`` (they differ somewhere)."""
     return next(i for i, (got, want) in enumerate(zip(offsets, wanted)) if got != want)
-
-
-def bump(name: str, n: int = 1) -> None:
-    """Add ``n`` to counter ``name`` (thread-safe)."""
-    with _counter_lock:
-        _counters[name] += n
-
-
-def counters_snapshot() -> dict[str, int]:
-    """Return a copy of the counters of this process."""
-    with _counter_lock:
-        return dict(_counters)
-
-
-def reset_counters() -> None:
-    """Set every counter of this process to zero."""
-    with _counter_lock:
-        for name in _counters:
-            _counters[name] = 0
 
 
 class CacheKey(NamedTuple):
@@ -260,7 +233,9 @@ class InternalKafkaConsumer:
     def _out_of_range(self, offset: int) -> KafkaReadError | DataLossError:
         try:
             earliest, latest = self._client().watermarks(10000)
-        except Exception:
+        except Exception:  # the error below says the log bounds are unknown; keep why
+            log.debug("Watermarks of %s for %s unknown after offset %d was out of range",
+                      self._tp_text(), self.key.groupId, offset, exc_info=True)
             earliest = latest = None
         if earliest is not None and offset < earliest:
             return RecordsDeletedError(

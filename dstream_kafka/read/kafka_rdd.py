@@ -9,20 +9,19 @@ it and return plain RDDs. Partition ``i`` reads ``offsetRanges()[i]``.
 
 Records are :class:`~dstream_kafka.record.ConsumerRecord` tuples, which pickle, so unlike
 Spark's ``KafkaRDD`` this RDD may be persisted or windowed without mapping first.
+
+This module is the driver side; what the function does on executors is
+:mod:`dstream_kafka.read.task`, which never imports this module.
 """
 
 from __future__ import annotations
 
 import collections
 import itertools
-import logging
 import threading
-import time
 import weakref
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Callable, NamedTuple, cast
-
-from pyspark.accumulators import AccumulatorParam
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from dstream_kafka._spark_internals import (
     PipelinedRDD,
@@ -31,73 +30,22 @@ from dstream_kafka._spark_internals import (
     python_rdd,
     source_preferred_locations,
 )
-from dstream_kafka.read.backends import CONFLUENT, DEFAULT_BACKEND, check_backend
-from dstream_kafka.config import SparkConfReader
-from dstream_kafka.read.consumer_cache import CacheKey, CacheSettings, acquire, cache_size, pre_position
-from dstream_kafka.errors import ConfigurationError, FetchTimeoutError
-from dstream_kafka.read.internal_consumer import RecordsDeletedError, counters_snapshot
-from dstream_kafka.plan.latest_offsets import any_reachable
 from dstream_kafka.client.kafka_params import params_fingerprint
-from dstream_kafka.ui.metrics import cache_accumulator, report_cache_counters
+from dstream_kafka.config import SparkConfReader
+from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
-from dstream_kafka.read.placement import preferred_locations_for
+from dstream_kafka.read.backends import CONFLUENT, check_backend
+from dstream_kafka.read.consumer_cache import CacheSettings
+from dstream_kafka.read.counters import cache_accumulator
+from dstream_kafka.read.placement import PreferConsistent, locations_for, preferred_locations_for
+from dstream_kafka.read.task import LostRanges, RangeTask, ReadSettings, partition_reader
 from dstream_kafka.record import ConsumerRecord
 
 __all__ = [
     "KafkaRDD",
-    "ReadSettings",
     "build_kafka_rdd",
-    "read_range",
     "read_settings",
 ]
-
-log = logging.getLogger(__name__)
-
-
-class ReadSettings(NamedTuple):
-    """What executors need besides the Kafka parameters; fixed on the driver per RDD.
-
-    Attributes
-    ----------
-    groupId : str
-        Executor group id (``spark-executor-<group.id>``), the cache key's first part.
-    pollTimeoutMs : int
-        ``spark.streaming.kafka.consumer.poll.ms``, else ``spark.network.timeout``.
-    strict : bool
-        False when ``spark.streaming.kafka.allowNonConsecutiveOffsets`` is true.
-    useCache : bool
-        Read through the executor consumer cache.
-    cache : CacheSettings
-    fingerprint : str
-        Digest of the Kafka parameters (cached consumers built from others are replaced).
-    backend : str
-        ``spark.streaming.kafka.consumer.backend``: the executor client library,
-        ``kafka-python`` (default) or ``confluent-kafka``.
-    failOnDataLoss : bool
-        False: records deleted after the range was planned are skipped and reported to the
-        driver (:meth:`KafkaRDD.lostOffsetRanges`) instead of failing the task.
-    outageMs : int
-        How long a stream's read waits in all for a broker that accepts no connection before
-        it fails: the planning side's bound, ``(spark.streaming.kafka.maxRetries + 1) x
-        lookupTimeout + maxRetries x retryBackoff`` (0: fail after one poll timeout, as a
-        ``createRDD`` read does).
-    prePosition : bool
-        After each task, move the worker's idle cached consumers of the RDD's other partitions
-        to where their next read starts (:func:`~dstream_kafka.read.consumer_cache.pre_position`):
-        true for direct streams on the confluent-kafka backend, whose client fetches in the
-        background, with ``spark.streaming.kafka.consumer.cache.prePosition`` (default true).
-    """
-
-    groupId: str
-    pollTimeoutMs: int
-    strict: bool = True
-    useCache: bool = True
-    cache: CacheSettings = CacheSettings()
-    fingerprint: str = ""
-    backend: str = DEFAULT_BACKEND
-    failOnDataLoss: bool = True
-    prePosition: bool = False
-    outageMs: int = 0
 
 
 def read_settings(
@@ -147,156 +95,6 @@ def read_settings(
         outageMs=((conf.max_retries + 1) * conf.lookup_timeout_ms
                   + conf.max_retries * conf.retry_backoff_ms) if stream else 0,
     )
-
-
-def read_range(
-    descriptor: Sequence[Any], kafka_config: Mapping[str, Any], settings: ReadSettings,
-    on_lost: Callable[[tuple[str, int, int, int]], None] | None = None,
-) -> Generator[ConsumerRecord, None, None]:
-    """Yield the records of one range descriptor ``(index, topic, partition, from, until)``.
-
-    An empty range acquires no consumer. The consumer is released when the iteration ends,
-    fails or is abandoned; after a failure it is discarded rather than cached. With
-    ``settings.failOnDataLoss`` false, records deleted from Kafka after planning are skipped:
-    ``on_lost((topic, partition, from, until))`` gets each lost range and reading goes on at
-    the log start. A read that gets nothing within its poll timeout while no bootstrap server
-    accepts a connection (an outage) goes on from where it stopped, with a new consumer, until
-    ``settings.outageMs`` have passed since its first poll timeout began (also after the broker
-    is back: it may still be loading its partitions); then the
-    :class:`~dstream_kafka.errors.FetchTimeoutError` fails the task.
-    """
-    _, topic, partition, from_offset, until_offset = descriptor
-    outage_ends: float | None = None
-    while from_offset < until_offset:
-        reached = [from_offset]
-        try:
-            yield from _read_plain(topic, partition, from_offset, until_offset, kafka_config,
-                                   settings, reached)
-            return
-        except RecordsDeletedError as lost:
-            if settings.failOnDataLoss or on_lost is None:
-                raise
-            resume = max(from_offset, min(lost.earliest, until_offset))
-            on_lost((topic, partition, lost.offset, resume))
-            from_offset = resume
-        except FetchTimeoutError:
-            if outage_ends is None:
-                if settings.outageMs <= settings.pollTimeoutMs or any_reachable(_servers(kafka_config)):
-                    raise  # no outage bound, or the broker is up and sends nothing
-                outage_ends = time.monotonic() + (settings.outageMs - settings.pollTimeoutMs) / 1000.0
-            if time.monotonic() >= outage_ends:
-                raise  # a broker back from the outage may still load its partitions until then
-            log.warning("No Kafka broker at %s accepts a connection; reading %s-%d from offset %d "
-                        "again, for up to %.0f s more (the stream's outage bound: "
-                        "spark.streaming.kafka.maxRetries, lookupTimeout, retryBackoff)",
-                        _servers(kafka_config), topic, partition, reached[0],
-                        outage_ends - time.monotonic())
-            from_offset = reached[0]
-
-
-def _servers(kafka_config: Mapping[str, Any]) -> str:
-    servers = kafka_config.get("bootstrap_servers") or kafka_config.get("bootstrap.servers") or ""
-    return servers if isinstance(servers, str) else ",".join(map(str, servers))
-
-
-def _read_plain(topic: str, partition: int, from_offset: int, until_offset: int,
-                kafka_config: Mapping[str, Any], settings: ReadSettings, reached: list[int]
-                ) -> Generator[ConsumerRecord, None, None]:
-    handle = acquire(
-        CacheKey(settings.groupId, topic, partition),
-        kafka_config,
-        fingerprint=settings.fingerprint,
-        settings=settings.cache,
-        use_cache=settings.useCache,
-        backend=settings.backend,
-    )
-    with handle:
-        try:
-            yield from handle.internal.iter_range(
-                from_offset, until_offset, settings.pollTimeoutMs, settings.strict
-            )
-        except FetchTimeoutError:
-            reached[0] = max(from_offset, handle.internal.next_offset)  # handed out before it
-            raise
-
-
-class _ChainedReaders(itertools.chain[ConsumerRecord]):
-    """The records of several range readers, chained in C; :meth:`close` closes them all.
-
-    A reader acquires its consumer when its first record is requested and releases it when
-    it ends or is closed, so closing early (``take``) gives the consumer back at once.
-    """
-
-    readers: list[Generator[ConsumerRecord, None, None]]
-
-    @classmethod
-    def of(cls, readers: list[Generator[ConsumerRecord, None, None]]) -> _ChainedReaders:
-        chained = cast(_ChainedReaders, cls.from_iterable(readers))  # from_iterable builds a cls
-        chained.readers = readers
-        return chained
-
-    def close(self) -> None:
-        for reader in self.readers:
-            reader.close()
-
-
-def _partition_reader(
-    kafka_config: Mapping[str, Any], settings: ReadSettings, ranges: Sequence[tuple[Any, ...]],
-    cache_counters: Any = None, losses: Any = None,
-) -> Callable[[int, Iterable[Any]], Iterator[ConsumerRecord]]:
-    # ``losses`` is a Spark accumulator of lost ranges (failOnDataLoss=false), else None.
-    on_lost = None if losses is None else (lambda lost: losses.add([lost]))
-
-    def read_partition(_split: int, elements: Iterable[Any]) -> Iterator[ConsumerRecord]:
-        before = counters_snapshot()
-        # Drain the input first: a Python worker whose input was not fully read is not reused,
-        # and with it would go its cached consumers. The ranges are chained in C, so each
-        # record passes through no Python frame but the range reader's.
-        descriptors = []
-        for index, topic, partition in elements:
-            descriptor = ranges[index]
-            if descriptor[1:3] != (topic, partition):  # a source cached for other partitions
-                raise RuntimeError(f"partition {index} is {topic}-{partition}, its range is "
-                                   f"{descriptor[1]}-{descriptor[2]}")
-            descriptors.append(descriptor)
-        readers = [read_range(descriptor, kafka_config, settings, on_lost)
-                   for descriptor in descriptors]
-        if settings.prePosition and settings.useCache and descriptors:
-            # Before reading (the previous batch's guesses may have been wrong) and after.
-            mover = _PrePositioner(settings, ranges, descriptors)
-            readers = [mover.step(), *readers, mover.step()]
-        if cache_counters is not None:  # the driver's sum of executor counters (metrics.py)
-            readers.append(report_cache_counters(cache_counters, before))
-        return _ChainedReaders.of(readers)
-
-    return read_partition
-
-
-class _PrePositioner:
-    """Pre-positions a worker's idle cached consumers of the RDD's other partitions
-    (:func:`~dstream_kafka.read.consumer_cache.pre_position`); ranges of RDD partitions before this
-    task's count as started, Spark starting a stage's tasks in partition order."""
-
-    def __init__(self, settings: ReadSettings, ranges: Sequence[tuple[Any, ...]],
-                 descriptors: Sequence[tuple[Any, ...]]) -> None:
-        self.settings = settings
-        self.ranges = ranges
-        self.index = max(d[0] for d in descriptors)
-        self.own = {(d[1], d[2]) for d in descriptors}  # this task's reads seek on their own
-        self.spans: dict[tuple[str, int], tuple[int, int, bool]] | None = None
-
-    def step(self) -> Generator[ConsumerRecord, None, None]:
-        """A reader that yields nothing and moves the consumers once reached."""
-        if cache_size() > 1:  # one consumer: this task's own
-            if self.spans is None:
-                self.spans = {(d[1], d[2]): (d[3], d[4], d[0] < self.index) for d in self.ranges
-                              if (d[1], d[2]) not in self.own}
-            try:
-                pre_position(self.settings.groupId, self.spans,
-                             fingerprint=self.settings.fingerprint, backend=self.settings.backend)
-            except Exception:  # an optimisation: never the reason a task fails
-                log.debug("Pre-positioning cached consumers failed", exc_info=True)
-        yield from ()
 
 
 #: Located source RDDs kept per SparkContext (a stream reuses one while its partitions and
@@ -383,19 +181,23 @@ class KafkaRDD(PipelinedRDD[tuple[int, str, int], ConsumerRecord]):
             raise ConfigurationError(
                 f"Got {len(locations)} preferred locations for {len(ranges)} offset ranges"
             )
-        descriptors = [
-            (i, r.topic, r.partition, r.fromOffset, r.untilOffset) for i, r in enumerate(ranges)
-        ]
+        tasks = [RangeTask(i, r.topic, r.partition, r.fromOffset, r.untilOffset)
+                 for i, r in enumerate(ranges)]
         self._source_jrdd = _located_source(sc, [(r.topic, r.partition) for r in ranges], locations)
         source = python_rdd(self._source_jrdd, sc)
         # Ranges lost while reading come back to the driver through an accumulator.
-        self._losses = None if settings.failOnDataLoss else sc.accumulator([], _LostRanges())
-        reader = _partition_reader(dict(kafka_config), settings, descriptors,
-                                   cache_accumulator(sc), self._losses)
+        self._losses = None if settings.failOnDataLoss else sc.accumulator([], LostRanges())
+        reader = partition_reader(dict(kafka_config), settings, tasks,
+                                  cache_accumulator(sc), self._losses)
         super().__init__(source, reader, True)
         self._offset_ranges = ranges
         self._settings = settings
         self._lost_ranges: list[OffsetRange] = []
+
+    def add_lost_ranges(self, ranges: Sequence[OffsetRange]) -> None:
+        """Report ``ranges``, already gone from Kafka when the RDD was planned, in
+        :meth:`lostOffsetRanges` (ahead of those executors find while reading)."""
+        self._lost_ranges.extend(ranges)
 
     @classmethod
     def create(
@@ -416,21 +218,16 @@ class KafkaRDD(PipelinedRDD[tuple[int, str, int], ConsumerRecord]):
         ``use_consumer_cache=None`` follows ``spark.streaming.kafka.consumer.cache.enabled``.
         """
         from dstream_kafka.client.kafka_params import fix_kafka_params
-        from dstream_kafka.read.placement import PreferConsistent, preferred_hosts_for
 
         ranges = list(offsetRanges)
-        hosts = preferred_hosts_for(
-            locationStrategy or PreferConsistent,
-            [r.topicPartition() for r in ranges],
-            leader_lookup,
-        )
+        locations = locations_for(sc, locationStrategy or PreferConsistent, ranges, leader_lookup)
         return build_kafka_rdd(
             sc,
             fix_kafka_params(kafkaParams),
             ranges,
-            hosts,
             use_cache=use_consumer_cache,
             poll_timeout_ms=poll_timeout_ms,
+            locations=locations,
         )
 
     def offsetRanges(self) -> list[OffsetRange]:
@@ -511,17 +308,6 @@ class KafkaRDD(PipelinedRDD[tuple[int, str, int], ConsumerRecord]):
     def __repr__(self) -> str:
         more = "..." if len(self._offset_ranges) > 3 else ""
         return f"KafkaRDD[{len(self._offset_ranges)} ranges] {self._offset_ranges[:3]!r}{more}"
-
-
-class _LostRanges(AccumulatorParam):
-    """Accumulates ``(topic, partition, from, until)`` tuples of ranges lost while reading."""
-
-    def zero(self, value: Any) -> list[tuple[str, int, int, int]]:
-        return []
-
-    def addInPlace(self, value1: Any, value2: Any) -> Any:
-        value1.extend(value2)
-        return value1
 
 
 def build_kafka_rdd(

@@ -28,6 +28,7 @@ __all__ = [
     "PreferFixed",
     "executor_location_string",
     "executor_locations",
+    "locations_for",
     "preferred_hosts_for",
     "preferred_location",
     "preferred_locations_for",
@@ -299,3 +300,26 @@ def preferred_locations_for(
     hosts = preferred_hosts or {}
     tps = [r.topicPartition() for r in ranges]
     return [preferred_location(tp, execs, hosts.get(tp), presorted=True) for tp in tps]
+
+
+def locations_for(
+    sc: Any,
+    strategy: LocationStrategy,
+    ranges: Sequence[OffsetRange],
+    leader_lookup: Callable[[TopicPartition], str | None] | None = None,
+    executors: Sequence[ExecutorLocation] | None = None,
+) -> list[str | None]:
+    """Return the preferred executor location string of each range under ``strategy``.
+
+    The host ``strategy`` prefers for each range's partition (:func:`preferred_hosts_for`;
+    ``PreferBrokers`` asks ``leader_lookup``), then the executor on it
+    (:func:`preferred_locations_for`; ``executors=None`` looks them up).
+
+    Raises
+    ------
+    ConfigurationError
+        As :func:`preferred_hosts_for`: ``PreferBrokers`` without ``leader_lookup``, or an
+        unknown strategy.
+    """
+    hosts = preferred_hosts_for(strategy, [r.topicPartition() for r in ranges], leader_lookup)
+    return preferred_locations_for(sc, ranges, hosts, executors)

@@ -80,8 +80,8 @@ class OffsetStore(abc.ABC):
     The public methods are a template: they validate their arguments once (group id, batch
     time, ranges), then call the store's hooks (``_load``, ``_commit``, ``_history``,
     ``_record_data_loss``, ``_data_losses`` and optionally ``_plan``, ``_pending``,
-    ``_committed_in``). A store's ``_commit`` reads what it holds inside its own atomic
-    section (lock, database transaction, ZooKeeper transaction) and passes it to
+    ``_committed_in``, ``_last_reset``). A store's ``_commit`` reads what it holds inside its
+    own atomic section (lock, database transaction, ZooKeeper transaction) and passes it to
     :meth:`_admit_commit`, which applies the rules of the module docstring.
 
     Parameters
@@ -235,6 +235,18 @@ class OffsetStore(abc.ABC):
         """Return every recorded data loss of the group, oldest first."""
         return self._data_losses(self._check_group(group_id))
 
+    def last_reset(self, group_id: str) -> CommitRecord | None:
+        """Return the group's newest commit when it is a reset (its ``reset`` audit says who
+        moved which offsets from where), else None. A stream starting from it logs so."""
+        return self._last_reset(self._check_group(group_id))
+
+    @property
+    def mirrors_to_group(self) -> bool:
+        """Whether the store copies its commits to the Kafka consumer group, for lag tools
+        (``also_commit_to_kafka_group``, :mod:`dstream_kafka.stores.mirror`). False for a store
+        with the mirror off and for those whose offsets are no copy (the Kafka group store)."""
+        return self._mirror is not None
+
     def committed_in(self, group_id: str, batch_time_ms: int) -> bool:
         """Return whether this store committed the batch at ``batch_time_ms`` itself (inside a
         transaction), so the stream must not commit it again. False unless transactional."""
@@ -313,6 +325,11 @@ class OffsetStore(abc.ABC):
 
     def _committed_in(self, group_id: str, batch_time_ms: int) -> bool:
         return False
+
+    def _last_reset(self, group_id: str) -> CommitRecord | None:
+        """The newest record of :meth:`_history` when it carries a reset audit."""
+        newest = self._history(group_id, 1)
+        return newest[0] if newest and newest[0].reset is not None else None
 
     # -- the commit rules -------------------------------------------------------------------
     @staticmethod

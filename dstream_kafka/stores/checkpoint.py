@@ -54,7 +54,8 @@ from typing import Any
 
 from dstream_kafka.checkpoint_fs import CheckpointFileSystem, ChecksumMismatch, open_file_system
 from dstream_kafka.errors import ConfigurationError, CorruptCheckpointError, OffsetFencedError, OffsetStoreError
-from dstream_kafka.offsets import OffsetRange, TopicPartition, partition_offsets_from_json, partition_offsets_to_json
+from dstream_kafka.offsets import OffsetRange, TopicPartition
+from dstream_kafka.offsets_json import partition_offsets_from_json, partition_offsets_to_json
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.checkpoint_format import FORMAT_VERSION, corrupt, encode, parse, ranges_doc
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to

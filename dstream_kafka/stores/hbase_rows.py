@@ -33,7 +33,8 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from dstream_kafka.errors import CorruptCheckpointError, OffsetStoreError
-from dstream_kafka.offsets import OffsetRange, TopicPartition, offset_ranges_from_json, offset_ranges_to_json
+from dstream_kafka.offsets import OffsetRange, TopicPartition
+from dstream_kafka.offsets_json import offset_ranges_from_json, offset_ranges_to_json
 from dstream_kafka.stores.hbase_keys import (
     MS_DIGITS,
     batch_row_key,

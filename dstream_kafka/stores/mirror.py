@@ -9,8 +9,13 @@ kafka-lag-exporter) then see the group's progress. **On by default**: without th
 ``also_commit_to_kafka_group=False`` turns it off. The mirror is best effort: a failure logs a
 warning (at most one a minute) and never fails the batch, and the stored offsets stay the only
 source of truth. Its commits carry the metadata :data:`MIRROR_METADATA`, so offsets someone
-else committed to the group (Kafka's own reset tool) can be told apart
-(:func:`dstream_kafka.operate.reset.check_group_not_moved`).
+else committed to the group (Kafka's own reset tool) can be told apart.
+
+The group's copy follows the store both ways: :func:`copy_reset_to_group` moves it when
+``dstream-kafka offsets reset`` moves the store, and :func:`check_group_not_moved` refuses a
+stream's start when someone else (``kafka-consumer-groups --reset-offsets``) moved the group,
+which the stream would otherwise ignore silently, its store being the source of truth. Both
+ask the store whether it mirrors (:attr:`~dstream_kafka.stores.base.OffsetStore.mirrors_to_group`).
 
 :mod:`dstream_kafka.stores.base` knows only the :class:`~dstream_kafka.stores.base.OffsetMirror`
 protocol, so the abstract base imports no store and no Kafka client.
@@ -24,10 +29,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
+from dstream_kafka.errors import OffsetStoreError
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.stores.kafka_group import GroupCommitter
 
-__all__ = ["MIRROR_METADATA", "KafkaGroupMirror", "MirrorTarget", "mirror_to"]
+__all__ = ["MIRROR_METADATA", "KafkaGroupMirror", "MirrorTarget", "check_group_not_moved", "copy_reset_to_group",
+           "mirror_to"]
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +143,7 @@ class KafkaGroupMirror:
 
 def _reachable(consumer: Any) -> bool:
     """Whether a bootstrap server of ``consumer`` accepts a TCP connection (1 s at most)."""
-    from dstream_kafka.plan.latest_offsets import any_reachable
+    from dstream_kafka.client.latest_offsets import any_reachable
 
     servers = consumer.config.get("bootstrap_servers") or ""
     return any_reachable(servers if isinstance(servers, str) else ",".join(map(str, servers)))
@@ -161,3 +168,60 @@ def mirror_to(target: MirrorTarget | None | bool) -> KafkaGroupMirror | None:
     if target is True:
         target = None
     return KafkaGroupMirror(target)
+
+
+def _mirrors(store: Any) -> bool:
+    # A store of the user's own that only quacks like an OffsetStore mirrors nothing.
+    return bool(getattr(store, "mirrors_to_group", False))
+
+
+def copy_reset_to_group(store: Any, group: str, offsets: Mapping[TopicPartition, int], servers: str,
+                        timeout: float) -> None:
+    """Commit a reset's offsets to the Kafka group ``store`` mirrors to (best effort: warns)."""
+    if not _mirrors(store):
+        return
+    from kafka.structs import OffsetAndMetadata
+
+    ms = int(timeout * 1000)
+    committer = GroupCommitter({"bootstrap.servers": servers}, ms)
+    try:
+        committer.commit(group, {tp: OffsetAndMetadata(o, MIRROR_METADATA, -1) for tp, o in offsets.items()}, ms)
+    except Exception as exc:  # the store is reset; only the lag copy is behind
+        logger.warning("The reset is written, but copying it to Kafka group %r failed (%s: %s); lag tools show "
+                       "the old offsets until the stream's next batch", group, type(exc).__name__, exc)
+    finally:
+        committer.close()
+
+
+def check_group_not_moved(consumer: Any, store: Any, group: str, stored: Mapping[TopicPartition, int]) -> None:
+    """Refuse to start when the Kafka group's offsets were moved outside dstream_kafka.
+
+    A committed offset of the group that differs from the stored one and lacks the mirror's
+    metadata was written by another tool; with the mirror off (``also_commit_to_kafka_group=
+    False``) the group is not looked at.
+
+    Raises
+    ------
+    OffsetStoreError
+        Naming the partitions, both offsets and ``dstream-kafka offsets reset``.
+    """
+    from kafka import TopicPartition as KafkaTopicPartition
+
+    if not _mirrors(store) or consumer.config.get("group_id") != group:
+        return
+    moved = []
+    for tp, offset in sorted(stored.items()):
+        found = consumer.committed(KafkaTopicPartition(*tp), metadata=True)
+        # Ours: the mirror's metadata, or the Kafka group store's ({"dstream_kafka":1,...}) when the
+        # stream used that store before; Kafka's tools commit empty metadata.
+        ours = found is not None and (found.metadata == MIRROR_METADATA or '"dstream_kafka"' in (found.metadata or ""))
+        if found is not None and found.offset != offset and not ours:
+            moved.append(f"{tp.topic}-{tp.partition}: group at {found.offset}, store at {offset}")
+    if moved:
+        raise OffsetStoreError(
+            f"The offsets of Kafka group {group!r} were moved outside dstream_kafka ({'; '.join(moved)}), "
+            "probably by kafka-consumer-groups --reset-offsets. This stream's offsets live in its offset store, "
+            "which that tool does not change; nothing was read. To start where the group now is, move the store "
+            f"with `dstream-kafka offsets reset --store URI --group {group} --from-file FILE` (Kafka's CSV "
+            "topic,partition,offset) or --to-offset N; to keep the store's offsets, run `dstream-kafka offsets "
+            f"reset --store URI --group {group} --all-topics --to-current --execute`.")

@@ -51,9 +51,8 @@ from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from dstream_kafka.errors import ConfigurationError, OffsetFencedError, OffsetStoreError
-from dstream_kafka.offsets import (
-    OffsetRange,
-    TopicPartition,
+from dstream_kafka.offsets import OffsetRange, TopicPartition
+from dstream_kafka.offsets_json import (
     offset_ranges_from_json,
     offset_ranges_to_json,
     partition_offsets_from_json,

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from dstream_kafka.errors import ConfigurationError, OffsetStoreError
-from dstream_kafka.offsets import TopicPartition, offset_ranges_from_json, partition_offsets_from_json
+from dstream_kafka.offsets import TopicPartition
+from dstream_kafka.offsets_json import offset_ranges_from_json, partition_offsets_from_json
 from dstream_kafka.stores.records import chain_breaks
 
 __all__ = ["CommitRow", "check_chain"]

@@ -30,7 +30,8 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from dstream_kafka.errors import ConfigurationError, OffsetStoreError
-from dstream_kafka.offsets import OffsetRange, TopicPartition, partition_offsets_from_json, partition_offsets_to_json
+from dstream_kafka.offsets import OffsetRange, TopicPartition
+from dstream_kafka.offsets_json import partition_offsets_from_json, partition_offsets_to_json
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.records import CommitRecord, DataLossRecord, PlannedBatch, ResetAudit
 

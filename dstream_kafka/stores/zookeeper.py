@@ -30,7 +30,8 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from dstream_kafka.errors import ConfigurationError, MissingDependencyError, OffsetFencedError, OffsetStoreError
-from dstream_kafka.offsets import OffsetRange, TopicPartition, offset_ranges_from_json, offset_ranges_to_json
+from dstream_kafka.offsets import OffsetRange, TopicPartition
+from dstream_kafka.offsets_json import offset_ranges_from_json, offset_ranges_to_json
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
 from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, chain_breaks, utc_from_ms

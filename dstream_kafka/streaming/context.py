@@ -29,7 +29,8 @@ from dstream_kafka.streaming.input import InputDStream, QueueInputDStream
 from dstream_kafka.streaming.listener import (BatchInfo, ListenerBus, StreamingListener,
                                               StreamingListenerStreamingStarted)
 from dstream_kafka.streaming.graph import _STOPPING, ACTIVE, INITIALIZED, STOPPED, DStreamGraph
-from dstream_kafka.streaming.scheduler import JobScheduler, install_sigterm_handler
+from dstream_kafka.streaming.scheduler import JobScheduler
+from dstream_kafka.streaming.sigterm import install_sigterm_handler
 from dstream_kafka.streaming.sources import FileInputDStream, SocketInputDStream
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""The driver-side batch loop: the job queue, graceful stop, SIGTERM.
+"""The driver-side batch loop: the job queue and graceful stop (SIGTERM: :mod:`.sigterm`).
 
 Threads
 -------
@@ -26,9 +26,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
-import os
 import queue
-import signal
 import sys
 import threading
 import traceback
@@ -51,7 +49,6 @@ from dstream_kafka.streaming.listener import (
 __all__ = [
     "JobScheduler",
     "OutputJob",
-    "install_sigterm_handler",
 ]
 
 log = logging.getLogger(__name__)
@@ -407,61 +404,3 @@ class JobScheduler:
             if batch.error is not None:
                 break
         batch.end_time = self._clock()
-
-
-# ---------------------------------------------------------------------------------------
-# SIGTERM
-# ---------------------------------------------------------------------------------------
-
-class _SigtermHook:
-    """Our SIGTERM handler: the first signal starts ``on_sigterm`` in a thread.
-
-    The previous handler is put back as soon as the first signal arrives, so a second
-    SIGTERM gets the old behaviour (by default: terminate now).
-    """
-
-    def __init__(self, on_sigterm: Callable[[], None]) -> None:
-        self._on_sigterm: Callable[[], None] | None = on_sigterm
-        self._previous: Any = signal.getsignal(signal.SIGTERM)
-
-    def __call__(self, signum: int, frame: Any) -> None:
-        callback, self._on_sigterm = self._on_sigterm, None
-        self._restore()
-        if callback is None:
-            self._delegate(signum, frame)
-            return
-        log.warning("SIGTERM received: stopping the StreamingContext")
-        threading.Thread(target=callback, name="dstream-sigterm-stop", daemon=False).start()
-
-    def uninstall(self) -> None:
-        """Disarm; put the previous handler back when possible (main thread only)."""
-        self._on_sigterm = None
-        self._restore()
-
-    def _restore(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return  # the disarmed handler delegates to the previous one instead
-        previous = self._previous  # read first: the identity test below narrows ``self``
-        if signal.getsignal(signal.SIGTERM) is self:
-            signal.signal(signal.SIGTERM, previous)
-
-    def _delegate(self, signum: int, frame: Any) -> None:
-        previous = self._previous
-        if callable(previous):
-            previous(signum, frame)
-        elif previous == signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-
-
-def install_sigterm_handler(on_sigterm: Callable[[], None]) -> _SigtermHook | None:
-    """Install a SIGTERM handler that runs ``on_sigterm`` once, in a new thread.
-
-    Python only allows signal handlers from the main thread; elsewhere nothing is
-    installed and ``None`` is returned.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    hook = _SigtermHook(on_sigterm)
-    signal.signal(signal.SIGTERM, hook)
-    return hook

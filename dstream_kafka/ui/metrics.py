@@ -7,11 +7,10 @@ by the label ``stream`` (the stream's number in its context). Names follow Prome
 prefix ``dstream_kafka_``, base units (seconds), ``_total`` on counters, bounded labels only
 (stream, topic, partition; never batch times, offsets or run ids).
 
-The executors' consumer-cache counters reach the driver the way Spark's task metrics do, with
-the tasks' results: every task of a Kafka RDD that reads its ranges to the end adds what its
-Python worker's counters (:func:`dstream_kafka.read.consumer_cache.stats`) moved by during the task
-to one Spark accumulator per SparkContext (:func:`cache_accumulator`), so
-:func:`executor_cache_counters` is their sum over every executor and worker, with no extra job.
+The executors' consumer-cache counters are exported at each scrape as
+:func:`executor_cache_counters`, their sum over every executor and worker, which the tasks'
+results bring to the driver (:mod:`dstream_kafka.read.counters`, where the read path keeps
+them: executors never import this module).
 
 The same registry is served on the Streaming page's port (``/metrics``, see
 :mod:`dstream_kafka.ui`); :func:`exposition` writes it.
@@ -23,21 +22,19 @@ import importlib
 import importlib.util
 import logging
 import threading
-from collections.abc import Generator, Mapping
 from typing import Any
 
-from pyspark.accumulators import AccumulatorParam
-
 from dstream_kafka.errors import MissingDependencyError
-from dstream_kafka.read.internal_consumer import COUNTERS, counters_snapshot
+from dstream_kafka.read.counters import COUNTERS, executor_cache_counters
 
 _prom: Any = (importlib.import_module("prometheus_client")
               if importlib.util.find_spec("prometheus_client") else None)
 _prom_core: Any = None if _prom is None else importlib.import_module("prometheus_client.core")
 
+# executor_cache_counters is read.counters' function, exported here with the other figures the
+# page and /metrics show.
 __all__ = ["REGISTRY", "StreamMetrics", "serving_port", "ensure_server", "count_data_loss",
-           "data_loss_events", "cache_accumulator", "executor_cache_counters",
-           "report_cache_counters", "exposition"]
+           "data_loss_events", "executor_cache_counters", "exposition"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +46,6 @@ _lock = threading.Lock()
 _server: Any = None
 _port: int | None = None
 _losses: dict[int, int] = {}
-_accumulator: tuple[Any, Any] | None = None  # (SparkContext, its cache-counter accumulator)
 
 
 def _require() -> None:
@@ -152,44 +148,6 @@ def exposition() -> tuple[str, bytes]:
         return "text/plain; charset=utf-8", (
             b"# Prometheus metrics need prometheus_client: pip install 'dstream_kafka[metrics]'\n")
     return _prom.CONTENT_TYPE_LATEST, _prom.generate_latest(REGISTRY)
-
-
-class CacheCountersParam(AccumulatorParam[dict[str, int]]):
-    """Adds consumer-cache counter dicts key by key."""
-
-    def zero(self, value: dict[str, int]) -> dict[str, int]:
-        return dict.fromkeys(COUNTERS, 0)
-
-    def addInPlace(self, value1: dict[str, int], value2: dict[str, int]) -> dict[str, int]:
-        for name, n in value2.items():
-            value1[name] = value1.get(name, 0) + n
-        return value1
-
-
-def cache_accumulator(sc: Any) -> Any:
-    """The accumulator of ``sc`` that Kafka RDD tasks add their consumer-cache counters to."""
-    global _accumulator
-    with _lock:
-        if _accumulator is None or _accumulator[0] is not sc:
-            _accumulator = (sc, sc.accumulator(dict.fromkeys(COUNTERS, 0), CacheCountersParam()))
-        return _accumulator[1]
-
-
-def executor_cache_counters() -> dict[str, int]:
-    """The consumer-cache counters of every executor's Python workers, summed (hits, misses,
-    creations, closes, evictions, seeks, polls, records), for the tasks that read their ranges
-    to the end; zeros before any Kafka RDD ran."""
-    current = _accumulator
-    values: Mapping[str, int] = current[1].value if current is not None else {}
-    return {name: int(values.get(name, 0)) for name in COUNTERS}
-
-
-def report_cache_counters(accumulator: Any, before: Mapping[str, int]) -> Generator[Any, None, None]:
-    """Executor side: a reader that yields nothing and, once reached (every range before it
-    was read to the end), adds what this worker's counters moved by since ``before``."""
-    after = counters_snapshot()
-    accumulator.add({name: after[name] - before.get(name, 0) for name in COUNTERS})
-    yield from ()
 
 
 class StreamMetrics:

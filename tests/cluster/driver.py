@@ -17,7 +17,8 @@ cluster scenario runs here and prints one JSON line (``RESULT {...}``) for the t
                then ``commitAsync``. With ``kill_pid`` it SIGKILLs that process group (a Spark
                worker and its executor) after ``kill_after`` batches with records. It stops once
                the committed offsets reach the end offsets after the producer finished.
-               ``locality_wait`` sets ``spark.locality.wait``.
+               ``locality_wait`` sets ``spark.locality.wait``; with ``min_batches`` the
+               producer writes on (60 s at most) until that many batches carried records.
 ``brokers``    a direct stream (1 s batches) with ``PreferBrokers`` while a producer thread writes
                as ``stream`` does; each batch with records reports, per Kafka partition, the
                host of the executor that ran its task (Spark's status store) and the host the
@@ -128,18 +129,25 @@ def placement(config: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _produce(config: dict[str, Any], done: threading.Event, sent: list[int]) -> None:
+def _produce(config: dict[str, Any], done: threading.Event, sent: list[int],
+             enough: Any = None) -> None:
+    """Write ``per_batch`` records a second to every partition for ``seconds`` seconds, and on
+    (60 s at most) until ``enough()`` is true; ``sent`` = [records, seconds written]."""
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=config["bootstrap"], linger_ms=5)
     try:
-        for second in range(int(config["seconds"])):
+        second = 0
+        while second < int(config["seconds"]) or (
+                enough is not None and not enough() and second < int(config["seconds"]) + 60):
             started = time.monotonic()
             for p in range(int(config["partitions"])):
                 for i in range(int(config["per_batch"])):
                     producer.send(config["topic"], f"{p}-{second}-{i}".encode(), partition=p)
                     sent[0] += 1
             producer.flush()
+            second += 1
+            sent[1] = second
             time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
     finally:
         producer.close()
@@ -190,25 +198,29 @@ def stream(config: dict[str, Any]) -> dict[str, Any]:
         directs.commitAsync(ranges)
 
     directs.foreachRDD(output)
-    sent = _produce_until_committed(ssc, config)
+    # min_batches: on a loaded machine batches grow; produce on until enough carried records
+    enough = lambda: len(batches) >= int(config.get("min_batches", 0))  # noqa: E731
+    sent, seconds = _produce_until_committed(ssc, config, enough)
     ssc.stop(stopSparkContext=True, stopGraceFully=True)
-    return {"batches": batches, "values": values, "sent": sent}
+    return {"batches": batches, "values": values, "sent": sent, "seconds": seconds}
 
 
-def _produce_until_committed(ssc: Any, config: dict[str, Any]) -> int:
-    """Start ``ssc`` and the producer thread; return the records sent once the group has
-    committed the log ends after the producer finished (or the deadline passed)."""
+def _produce_until_committed(ssc: Any, config: dict[str, Any],
+                             enough: Any = None) -> tuple[int, int]:
+    """Start ``ssc`` and the producer thread; return the records sent and the seconds written
+    once the group has committed the log ends after the producer finished (or the deadline
+    passed)."""
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KTP
 
-    done, sent = threading.Event(), [0]
-    producer = threading.Thread(target=_produce, args=(config, done, sent), daemon=True)
+    done, sent = threading.Event(), [0, 0]
+    producer = threading.Thread(target=_produce, args=(config, done, sent, enough), daemon=True)
     ssc.start()
     producer.start()
     checker = KafkaConsumer(bootstrap_servers=config["bootstrap"], group_id=config["group"],
                             enable_auto_commit=False)
     tps = [KTP(config["topic"], p) for p in range(int(config["partitions"]))]
-    deadline = time.monotonic() + float(config["seconds"]) + 120
+    deadline = time.monotonic() + float(config["seconds"]) + 180
     while time.monotonic() < deadline:
         time.sleep(0.5)
         if done.is_set():
@@ -216,7 +228,7 @@ def _produce_until_committed(ssc: Any, config: dict[str, Any]) -> int:
             if all((checker.committed(tp) or 0) >= ends[tp] for tp in tps):
                 break
     checker.close()
-    return sent[0]
+    return sent[0], sent[1]
 
 
 def brokers(config: dict[str, Any]) -> dict[str, Any]:

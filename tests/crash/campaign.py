@@ -33,7 +33,7 @@ from typing import Any
 from tests.crash.driver import TRANSACTIONAL
 
 #: The committed results page; the campaign's defaults regenerate it.
-REPORT = Path(__file__).resolve().parents[2] / "docs" / "crash-campaign.rst"
+REPORT = Path(__file__).resolve().parents[2] / "docs" / "development" / "crash-campaign.rst"
 from tests.crash.harness import STORES, Services, TrialResult, TrialSpec, run_trial
 
 
@@ -154,7 +154,7 @@ def report(results: list[TrialResult], stores: list[str], command: str, minutes:
     title = "Crash campaign results"
     return "\n".join([
         title, "=" * len(title), "",
-        "Written by the seeded SIGKILL campaign (README, \"Crash tests\"); regenerate it with::", "",
+        "Written by the seeded SIGKILL campaign (:doc:`testing`, \"Crash tests\"); regenerate it with::", "",
         f"    .venv/bin/python -m {command}", "",
         f"{len(results)} trials in {minutes:.1f} min{cut_short}, {failed} failed, finished "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} cores. "

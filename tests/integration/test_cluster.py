@@ -66,12 +66,14 @@ def test_a_stream_on_one_core_executors_never_recreates_or_seeks_its_consumers(
     result = _run("stream", {"master": spark_cluster.master_url,
                              "bootstrap": kafka.bootstrap_servers, "topic": topic,
                              "partitions": 4, "group": unique("g"), "seconds": 8,
-                             "per_batch": 25, "locality_wait": "60s"}, tmp_path)
+                             "min_batches": 3, "per_batch": 25, "locality_wait": "60s"},
+                  tmp_path)
     batches = result["batches"]
-    # On a loaded machine batches grow and fewer of them carry records; three still show reuse.
+    # On a loaded machine batches grow and fewer carry records: the producer writes on until
+    # three batches did, enough to show reuse.
     assert len(batches) >= 3
     assert Counter(result["values"]) == Counter(
-        f"{p}-{s}-{i}" for p in range(4) for s in range(8) for i in range(25))
+        f"{p}-{s}-{i}" for p in range(4) for s in range(result["seconds"]) for i in range(25))
     # Each partition's task always lands on the executor it prefers (the long locality wait
     # keeps a busy machine from sending it elsewhere, which is Spark's choice, not a cache
     # miss), whose one Python worker

@@ -249,7 +249,7 @@ def _two_partition_topic(kafka: Any, unique: Any) -> str:
 def test_a_worker_moves_its_consumer_of_a_range_read_elsewhere_so_the_next_batch_needs_no_seek(
         kafka, unique):
     from dstream_kafka.client.kafka_params import params_fingerprint
-    from dstream_kafka.read.kafka_rdd import ReadSettings, _partition_reader
+    from dstream_kafka.read.task import ReadSettings, partition_reader
 
     topic = _two_partition_topic(kafka, unique)
     key, config = _setup(kafka, topic, unique("g"))
@@ -261,7 +261,7 @@ def test_a_worker_moves_its_consumer_of_a_range_read_elsewhere_so_the_next_batch
         """Run RDD partition ``index`` of a batch of ``ranges`` (per partition) in this worker."""
         descriptors = [(i, topic, p, start, until) for i, (p, (start, until))
                        in enumerate(zip((0, 1), ranges))]
-        read = _partition_reader(config, settings, descriptors)
+        read = partition_reader(config, settings, descriptors)
         return [r.value for r in read(index, [(index, topic, (0, 1)[index])])]
 
     # batch 1: this worker reads both partitions; batch 2: partition 0's range runs in another

@@ -6,7 +6,7 @@ session's real broker, PostgreSQL, ZooKeeper and HBase while records keep arrivi
 restarts it and finally lets it finish. CI runs one trial per store: its first kill hits the
 store's worst window on purpose (the driver's test-only ``CRASH_AT`` hook), its second is drawn
 from a fixed seed. A driver start costs 5-10 s on two cores, so the many seeded random trials
-are the campaign's job: ``python -m tests.crash.campaign`` (README, "Crash tests").
+are the campaign's job: ``python -m tests.crash.campaign`` (docs/development/testing.rst, "Crash tests").
 """
 
 from __future__ import annotations

@@ -264,7 +264,7 @@ def test_a_listener_counts_every_input_record_when_batches_are_submitted_started
 
 
 def test_batches_follow_the_rate_controllers_estimates(kafka, make_ssc, unique):
-    from dstream_kafka.plan.rate import RateController
+    from dstream_kafka.plan.backpressure import RateController
 
     topic = unique("pid")
     kafka.create_topic(topic)
@@ -291,7 +291,7 @@ def test_batches_follow_the_rate_controllers_estimates(kafka, make_ssc, unique):
 
 
 def test_the_first_batch_uses_the_initial_rate_capped_by_max_rate_per_partition(kafka, sc, unique):
-    from dstream_kafka.plan.rate import PIDRateEstimator, RateController
+    from dstream_kafka.plan.backpressure import PIDRateEstimator, RateController
 
     topic = unique("initial")
     kafka.create_topic(topic)

@@ -53,6 +53,7 @@ def test_the_documents_have_python_examples() -> None:
     names = [p.id for p in python_blocks()]
     assert any(n.startswith("README.rst") for n in names)
     assert any(n.startswith("docs/") for n in names)
+    assert any(n.count("/") >= 2 for n in names), "no example found in a docs/ subfolder"
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,8 @@ from dstream_kafka.errors import (
     InvalidOffsetRangeError,
     UnknownTopicPartitionError,
 )
-from dstream_kafka.read.kafka_rdd import KafkaRDD, read_range, read_settings
+from dstream_kafka.read.kafka_rdd import KafkaRDD, read_settings
+from dstream_kafka.read.task import read_range
 from dstream_kafka.read.placement import preferred_locations_for
 from dstream_kafka.client.kafka_params import fix_kafka_params
 from dstream_kafka.kafka_utils import KafkaUtils

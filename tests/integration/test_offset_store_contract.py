@@ -186,6 +186,26 @@ def test_empty_ranges_are_committed_and_recorded(backend):
     assert store.history(backend.group)[0].ranges == (backend.r(0, 0, 0), backend.r(1, 3, 3))
 
 
+def test_last_reset_is_the_newest_commit_while_that_commit_is_a_reset(backend):
+    store = backend.make()
+    store.commit(backend.group, 1_000, [backend.r(0, 0, 10)])
+    assert store.last_reset(backend.group) is None
+    t = store.reset(backend.group, {backend.tp(0): 4}, expected={backend.tp(0): 10}, user="ops", host="bastion")
+    last = backend.make().last_reset(backend.group)
+    assert last is not None and last.batch_time_ms == t and last.reset is not None
+    assert (last.reset.user, last.reset.host, dict(last.reset.previous)) == ("ops", "bastion", {backend.tp(0): 10})
+    store.commit(backend.group, t + 1, [backend.r(0, 4, 6)])
+    assert backend.make().last_reset(backend.group) is None
+
+
+def test_a_store_mirrors_to_the_kafka_group_by_default_unless_it_is_the_group(backend):
+    if backend.name == "kafka-group":
+        assert backend.make().mirrors_to_group is False  # its offsets are the group's own
+    else:
+        assert backend.make().mirrors_to_group is True
+        assert backend.make(also_commit_to_kafka_group=False).mirrors_to_group is False
+
+
 @pytest.mark.parametrize("backend", MIRRORABLE, indirect=True)
 def test_also_commit_to_kafka_group_mirrors_committed_offsets(backend, request, unique):
     kafka = request.getfixturevalue("kafka")

@@ -183,7 +183,7 @@ def test_the_next_stream_start_logs_that_it_starts_from_a_reset(
     reset(uri, group, Scenario("to-offset", 5), topics=[f"{topic}:0"], bootstrap_servers=kafka.bootstrap_servers,
           execute=True)
     at = history(uri, group, limit=1)[0].committed_at.isoformat(timespec="seconds")
-    with caplog.at_level(logging.WARNING, logger="dstream_kafka.operate.reset"), open_store(uri) as store:
+    with caplog.at_level(logging.WARNING, logger="dstream_kafka.plan.positions"), open_store(uri) as store:
         _first_offsets(make_ssc, kafka, topic, group, store)
     assert [r.getMessage() for r in caplog.records if "starts from a reset" in r.getMessage()] == [
         f"Group {group!r} starts from a reset by {getpass.getuser()}@{socket.gethostname()} at {at}: "

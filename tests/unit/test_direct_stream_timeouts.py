@@ -10,7 +10,7 @@ import pytest
 from kafka.errors import KafkaTimeoutError
 
 from dstream_kafka.plan.consumer_strategy import ConsumerStrategies
-from dstream_kafka.plan.latest_offsets import REFRESH_LEADER_BACKOFF_MS, latest_offsets
+from dstream_kafka.client.latest_offsets import REFRESH_LEADER_BACKOFF_MS, latest_offsets
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.plan.positions import API_TIMEOUT_MS, PartitionPositions
@@ -104,7 +104,7 @@ def test_the_pause_between_tries_is_the_given_backoff(monkeypatch) -> None:
 
 
 def test_a_failed_look_up_of_a_deleted_partition_reports_it_without_retrying(monkeypatch) -> None:
-    from dstream_kafka.plan.latest_offsets import PartitionsGone as _PartitionsGone
+    from dstream_kafka.client.latest_offsets import PartitionsGone as _PartitionsGone
 
     monkeypatch.setattr("dstream_kafka.plan.direct_stream.time.sleep", lambda s: None)
     consumer = _FlakyEnds(failures=1)
@@ -117,7 +117,7 @@ def test_a_failed_look_up_of_a_deleted_partition_reports_it_without_retrying(mon
 
 def test_kafka_pythons_key_error_for_a_partition_that_left_the_metadata_is_checked_for_deletion(
         monkeypatch) -> None:
-    from dstream_kafka.plan.latest_offsets import PartitionsGone as _PartitionsGone
+    from dstream_kafka.client.latest_offsets import PartitionsGone as _PartitionsGone
 
     class _EndsOfAGoneTopic:
         def end_offsets(self, partitions: Any, timeout_ms: int) -> Any:
@@ -131,7 +131,7 @@ def test_kafka_pythons_key_error_for_a_partition_that_left_the_metadata_is_check
 
 
 def test_a_closed_port_is_not_reachable() -> None:
-    from dstream_kafka.plan.latest_offsets import any_reachable
+    from dstream_kafka.client.latest_offsets import any_reachable
 
     assert any_reachable("127.0.0.1:1, not a host:::", timeout_s=0.5) is False
 
@@ -139,7 +139,7 @@ def test_a_closed_port_is_not_reachable() -> None:
 def test_a_listening_port_among_the_servers_is_reachable() -> None:
     import socket
 
-    from dstream_kafka.plan.latest_offsets import any_reachable
+    from dstream_kafka.client.latest_offsets import any_reachable
 
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -182,7 +182,7 @@ class _DeadBroker:
 
 def test_a_stop_abandons_an_unanswered_look_up_within_one_slice() -> None:
     from dstream_kafka.errors import StreamingStateError
-    from dstream_kafka.plan.latest_offsets import MAX_SLICE_MS
+    from dstream_kafka.client.latest_offsets import MAX_SLICE_MS
 
     stopping = threading.Event()
     started = time.monotonic()

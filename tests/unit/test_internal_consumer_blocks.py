@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from dstream_kafka.read import internal_consumer
+from dstream_kafka.read.counters import counters_snapshot, reset_counters
 from dstream_kafka.errors import WrongOffsetError
 from dstream_kafka.read.internal_consumer import CacheKey, InternalKafkaConsumer
-from dstream_kafka.read.kafka_rdd import ReadSettings, _partition_reader
+from dstream_kafka.read.task import ReadSettings, partition_reader
 from dstream_kafka.record import ConsumerRecord
 
 KEY = CacheKey("spark-executor-g", "t", 0)
@@ -69,7 +70,7 @@ def scripted(monkeypatch):
         monkeypatch.setattr(internal_consumer, "create_backend", create)
         return made
 
-    internal_consumer.reset_counters()
+    reset_counters()
     return use
 
 
@@ -83,7 +84,7 @@ def test_a_range_spanning_fetches_comes_back_exactly_and_fetches_only_what_it_ne
     # Each fetch asks for at most what the range still needs.
     assert made[0].fetch_limits == [10, 6, 2]
     assert consumer.next_offset == 13
-    assert internal_consumer.counters_snapshot()["records"] == 10
+    assert counters_snapshot()["records"] == 10
 
 
 def test_a_read_stopped_inside_a_block_is_continued_without_a_seek(scripted):
@@ -93,9 +94,9 @@ def test_a_read_stopped_inside_a_block_is_continued_without_a_seek(scripted):
     assert [next(reader).offset for _ in range(3)] == [0, 1, 2]
     reader.close()
     assert consumer.next_offset == 3
-    seeks = internal_consumer.counters_snapshot()["seeks"]
+    seeks = counters_snapshot()["seeks"]
     assert [r.offset for r in consumer.iter_range(3, 20, 1000)] == list(range(3, 20))
-    counters = internal_consumer.counters_snapshot()
+    counters = counters_snapshot()
     assert counters["seeks"] == seeks == 1
     assert counters["records"] == 20
 
@@ -121,7 +122,7 @@ def test_gaps_are_skipped_when_offsets_may_be_non_consecutive(scripted):
 def test_a_partition_reader_chains_its_ranges_and_close_releases_the_consumer(scripted):
     made = scripted(list(range(10)))
     settings = ReadSettings(groupId=KEY.groupId, pollTimeoutMs=1000, useCache=False)
-    read = _partition_reader({}, settings, [(0, "t", 0, 0, 5), (1, "t", 0, 5, 5)])
+    read = partition_reader({}, settings, [(0, "t", 0, 0, 5), (1, "t", 0, 5, 5)])
     records = read(0, iter([(0, "t", 0)]))
     assert [next(records).offset for _ in range(2)] == [0, 1]
     records.close()
@@ -133,6 +134,6 @@ def test_a_partition_reader_chains_its_ranges_and_close_releases_the_consumer(sc
 def test_a_partition_reader_refuses_a_source_element_of_another_partition(scripted):
     scripted(list(range(10)))
     settings = ReadSettings(groupId=KEY.groupId, pollTimeoutMs=1000, useCache=False)
-    read = _partition_reader({}, settings, [(0, "t", 0, 0, 5)])
+    read = partition_reader({}, settings, [(0, "t", 0, 0, 5)])
     with pytest.raises(RuntimeError, match="partition 0 is t-1, its range is t-0"):
         read(0, iter([(0, "t", 1)]))

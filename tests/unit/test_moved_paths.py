@@ -51,3 +51,13 @@ def test_an_object_pickled_under_an_old_module_path_loads_as_the_moved_class() -
     assert old != data
     loaded = pickle.loads(old)
     assert type(loaded) is PIDRateEstimator
+
+
+def test_the_changelog_lists_every_moved_module_with_its_new_path() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "changelog.rst").read_text()
+    rows = {(o.removeprefix("dstream_kafka."), n.removeprefix("dstream_kafka."))
+            for o, n in MOVED.items()}
+    missing = sorted(r for r in rows if f"``{r[0]}``, ``{r[1]}``" not in text)
+    assert missing == []

@@ -17,7 +17,7 @@ with warnings.catch_warnings():
     import kafka
 
 from dstream_kafka.errors import ConfigurationError
-from dstream_kafka.offsets import TopicPartition
+from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.read.placement import (
     ExecutorLocation,
     LocationStrategies,
@@ -26,6 +26,7 @@ from dstream_kafka.read.placement import (
     PreferConsistent,
     PreferFixed,
     executor_location_string,
+    locations_for,
     preferred_hosts_for,
     preferred_location,
     sort_executors,
@@ -260,3 +261,23 @@ def test_prefer_brokers_without_a_lookup_raises_sparks_create_rdd_message() -> N
 def test_an_unknown_strategy_is_rejected_with_the_valid_choices() -> None:
     with pytest.raises(ConfigurationError, match="LocationStrategies.PreferConsistent"):
         preferred_hosts_for("consistent", [("t", 0)])  # type: ignore[arg-type]
+
+
+# -- locations_for ---------------------------------------------------------------------------
+
+
+def test_locations_for_places_each_range_on_an_executor_of_its_preferred_host() -> None:
+    execs = [ExecutorLocation("h1", "1"), ExecutorLocation("h2", "2"), ExecutorLocation("h2", "3")]
+    ranges = [OffsetRange("t", 0, 0, 5), OffsetRange("t", 1, 0, 5)]
+    fixed = PreferFixed({("t", 0): "h1", ("t", 1): "h2"})
+    locations = locations_for(None, fixed, ranges, executors=execs)
+    assert locations[0] == executor_location_string(ExecutorLocation("h1", "1"))
+    assert locations[1] in {executor_location_string(e) for e in execs[1:]}
+
+
+def test_locations_for_asks_the_leader_lookup_under_prefer_brokers() -> None:
+    execs = [ExecutorLocation("h1", "1"), ExecutorLocation("h2", "2")]
+    leaders = {TopicPartition("t", 0): "h2"}
+    locations = locations_for(None, PreferBrokers, [OffsetRange("t", 0, 0, 5)], leaders.get,
+                              executors=execs)
+    assert locations == [executor_location_string(ExecutorLocation("h2", "2"))]

@@ -11,15 +11,17 @@ from hypothesis import strategies as st
 
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import TopicPartition
-from dstream_kafka.plan.rate import (
-    DefaultPerPartitionConfig,
-    PerPartitionConfig,
+from dstream_kafka.plan.backpressure import (
     PIDRateEstimator,
     RateController,
     RateEstimator,
-    clamp,
     create_rate_estimator,
     estimated_rate,
+)
+from dstream_kafka.plan.rate import (
+    DefaultPerPartitionConfig,
+    PerPartitionConfig,
+    clamp,
     max_messages_per_partition,
     max_offsets_per_trigger_limit,
 )

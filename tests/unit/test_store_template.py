@@ -17,7 +17,7 @@ from dstream_kafka.errors import ConfigurationError, InvalidOffsetRangeError, Of
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.stores.base import OffsetStore, Transaction, TransactionalOffsetStore
 from dstream_kafka.stores.mirror import KafkaGroupMirror, mirror_to
-from dstream_kafka.stores.records import CommitRecord, DataLossRecord
+from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit
 
 
 def r(partition: int, start: int, end: int, topic: str = "t") -> OffsetRange:
@@ -140,6 +140,34 @@ def test_the_mirror_gets_what_the_store_wrote_and_nothing_else():
     with store:
         pass
     assert mirror.closed
+
+
+def test_a_store_mirrors_to_the_kafka_group_exactly_when_it_has_a_mirror():
+    assert MemoryStore(RecordingMirror()).mirrors_to_group is True
+    assert MemoryStore().mirrors_to_group is False
+
+
+class HistoryStore(MemoryStore):
+    def __init__(self, records: list[CommitRecord]) -> None:
+        super().__init__()
+        self.records = records
+
+    def _history(self, group_id: str, limit: int) -> list[CommitRecord]:
+        self.calls.append(("history", group_id, limit))
+        return self.records[:limit]
+
+
+def test_last_reset_is_the_newest_commit_only_while_that_commit_is_a_reset():
+    at = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
+    reset = CommitRecord(2, (r(0, 4, 4),), at, ResetAudit("ops", "bastion", {TopicPartition("t", 0): 9}))
+    batch = CommitRecord(3, (r(0, 4, 6),), at)
+    store = HistoryStore([reset, batch])
+    assert store.last_reset("g") is reset
+    assert store.calls == [("history", "g", 1)]
+    assert HistoryStore([batch, reset]).last_reset("g") is None
+    assert HistoryStore([]).last_reset("g") is None
+    with pytest.raises(ConfigurationError, match="group_id"):
+        store.last_reset("")
 
 
 def test_the_kafka_group_mirror_sends_only_offsets_that_moved_since_its_last_copy():

@@ -31,9 +31,13 @@ def test_a_local_worker_python_without_dstream_kafka_is_refused_naming_pyspark_p
     assert "/nonexistent/python3" in str(info.value) and sys.executable in str(info.value)
 
 
-def test_spark_pyspark_python_is_the_worker_interpreter_when_set() -> None:
+def test_spark_pyspark_python_set_on_a_context_does_not_hide_a_worker_python_without_the_package(
+) -> None:
+    # PySpark starts workers with sc.pythonExec (PYSPARK_PYTHON at creation); a builder's
+    # spark.pyspark.python does not reach them under `python app.py`
     conf = {"spark.pyspark.python": sys.executable}
-    _check_worker_python(_ContextLike("local[2]", "/nonexistent/python3", conf))
+    with pytest.raises(ConfigurationError, match="/nonexistent/python3"):
+        _check_worker_python(_ContextLike("local[2]", "/nonexistent/python3", conf))
 
 
 def test_masters_that_are_not_local_are_not_probed() -> None:

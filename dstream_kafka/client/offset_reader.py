@@ -37,6 +37,8 @@ class KafkaOffsetReader:
         ``isolation.level`` decides whether "latest" is the high watermark or the last
         stable offset; or their :class:`~dstream_kafka.client.kafka_params.ClientConfigs`
         (``driver``).
+    consumer : kafka.KafkaConsumer, optional
+        Ask through this consumer instead (a stream's driver consumer); its owner closes it.
 
     Raises
     ------
@@ -46,8 +48,13 @@ class KafkaOffsetReader:
         If no bootstrap server answered within ``bootstrap.timeout.ms``.
     """
 
-    def __init__(self, kafkaParams: Mapping[str, Any] | ClientConfigs) -> None:
-        config = driver_consumer_config(kafkaParams)
+    def __init__(self, kafkaParams: Mapping[str, Any] | ClientConfigs | None = None, *,
+                 consumer: Any = None) -> None:
+        if consumer is not None:  # a stream's driver consumer: its owner closes it, not this
+            self._consumer = consumer
+            self._bootstrap = getattr(consumer, "config", {}).get("bootstrap_servers")
+            return
+        config = driver_consumer_config(kafkaParams or {})
         if not config.get("bootstrap_servers"):
             raise ConfigurationError(
                 "kafkaParams must set bootstrap.servers, e.g. "
@@ -63,17 +70,6 @@ class KafkaOffsetReader:
             if error is None:
                 raise
             raise error from None
-
-    @classmethod
-    def over(cls, consumer: Any) -> KafkaOffsetReader:
-        """Return a reader that asks through ``consumer`` (a stream's driver consumer).
-
-        The consumer stays its owner's: do not close the reader.
-        """
-        reader = cls.__new__(cls)
-        reader._consumer = consumer
-        reader._bootstrap = getattr(consumer, "config", {}).get("bootstrap_servers")
-        return reader
 
     def __enter__(self) -> KafkaOffsetReader:
         return self

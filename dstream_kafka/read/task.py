@@ -1,0 +1,278 @@
+"""The executor task of a Kafka RDD: read the records of its offset ranges through cached consumers.
+
+Everything a task needs on an executor is here and nowhere else: the driver side
+(:mod:`dstream_kafka.read.kafka_rdd`) builds one :func:`partition_reader` per RDD, carrying
+its :class:`RangeTask` list and :class:`ReadSettings`, and Spark ships that function to the
+executors, which import only this module (and the consumer cache below it) to run it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, NamedTuple, cast
+
+from pyspark.accumulators import AccumulatorParam
+
+from dstream_kafka.errors import FetchTimeoutError
+from dstream_kafka.client.latest_offsets import any_reachable
+from dstream_kafka.read.backends import DEFAULT_BACKEND
+from dstream_kafka.read.consumer_cache import CacheKey, CacheSettings, acquire, cache_size, pre_position
+from dstream_kafka.read.counters import counters_snapshot, report_cache_counters
+from dstream_kafka.read.internal_consumer import RecordsDeletedError
+from dstream_kafka.record import ConsumerRecord
+
+__all__ = [
+    "LostRanges",
+    "RangeTask",
+    "ReadSettings",
+    "partition_reader",
+    "read_range",
+]
+
+log = logging.getLogger(__name__)
+
+
+class ReadSettings(NamedTuple):
+    """What executors need besides the Kafka parameters; fixed on the driver per RDD.
+
+    Attributes
+    ----------
+    groupId : str
+        Executor group id (``spark-executor-<group.id>``), the cache key's first part.
+    pollTimeoutMs : int
+        ``spark.streaming.kafka.consumer.poll.ms``, else ``spark.network.timeout``.
+    strict : bool
+        False when ``spark.streaming.kafka.allowNonConsecutiveOffsets`` is true.
+    useCache : bool
+        Read through the executor consumer cache.
+    cache : CacheSettings
+    fingerprint : str
+        Digest of the Kafka parameters (cached consumers built from others are replaced).
+    backend : str
+        ``spark.streaming.kafka.consumer.backend``: the executor client library,
+        ``kafka-python`` (default) or ``confluent-kafka``.
+    failOnDataLoss : bool
+        False: records deleted after the range was planned are skipped and reported to the
+        driver (:meth:`~dstream_kafka.read.kafka_rdd.KafkaRDD.lostOffsetRanges`) instead of
+        failing the task.
+    outageMs : int
+        How long a stream's read waits in all for a broker that accepts no connection before
+        it fails: the planning side's bound, ``(spark.streaming.kafka.maxRetries + 1) x
+        lookupTimeout + maxRetries x retryBackoff`` (0: fail after one poll timeout, as a
+        ``createRDD`` read does).
+    prePosition : bool
+        After each task, move the worker's idle cached consumers of the RDD's other partitions
+        to where their next read starts (:func:`~dstream_kafka.read.consumer_cache.pre_position`):
+        true for direct streams on the confluent-kafka backend, whose client fetches in the
+        background, with ``spark.streaming.kafka.consumer.cache.prePosition`` (default true).
+    """
+
+    groupId: str
+    pollTimeoutMs: int
+    strict: bool = True
+    useCache: bool = True
+    cache: CacheSettings = CacheSettings()
+    fingerprint: str = ""
+    backend: str = DEFAULT_BACKEND
+    failOnDataLoss: bool = True
+    prePosition: bool = False
+    outageMs: int = 0
+
+
+class RangeTask(NamedTuple):
+    """One offset range as a task reads it: RDD partition ``split`` reads
+    ``[fromOffset, untilOffset)`` of ``topic``-``partition``.
+
+    A tuple, so a list of them pickles about as small as plain tuples (the class is named
+    once per pickle). ``split`` is the RDD partition's index (``index`` is tuple's method).
+    """
+
+    split: int
+    topic: str
+    partition: int
+    fromOffset: int
+    untilOffset: int
+
+
+def read_range(
+    descriptor: Sequence[Any], kafka_config: Mapping[str, Any], settings: ReadSettings,
+    on_lost: Callable[[tuple[str, int, int, int]], None] | None = None,
+) -> Generator[ConsumerRecord, None, None]:
+    """Yield the records of one range: a :class:`RangeTask` or a tuple
+    ``(index, topic, partition, from, until)``.
+
+    An empty range acquires no consumer. The consumer is released when the iteration ends,
+    fails or is abandoned; after a failure it is discarded rather than cached. With
+    ``settings.failOnDataLoss`` false, records deleted from Kafka after planning are skipped:
+    ``on_lost((topic, partition, from, until))`` gets each lost range and reading goes on at
+    the log start. A read that gets nothing within its poll timeout while no bootstrap server
+    accepts a connection (an outage) goes on from where it stopped, with a new consumer, until
+    ``settings.outageMs`` have passed since its first poll timeout began (also after the broker
+    is back: it may still be loading its partitions); then the
+    :class:`~dstream_kafka.errors.FetchTimeoutError` fails the task.
+    """
+    _, topic, partition, from_offset, until_offset = descriptor
+    outage_ends: float | None = None
+    while from_offset < until_offset:
+        reached = [from_offset]
+        try:
+            yield from _read_plain(topic, partition, from_offset, until_offset, kafka_config,
+                                   settings, reached)
+            return
+        except RecordsDeletedError as lost:
+            if settings.failOnDataLoss or on_lost is None:
+                raise
+            resume = max(from_offset, min(lost.earliest, until_offset))
+            on_lost((topic, partition, lost.offset, resume))
+            from_offset = resume
+        except FetchTimeoutError:
+            if outage_ends is None:
+                if settings.outageMs <= settings.pollTimeoutMs or any_reachable(_servers(kafka_config)):
+                    raise  # no outage bound, or the broker is up and sends nothing
+                outage_ends = time.monotonic() + (settings.outageMs - settings.pollTimeoutMs) / 1000.0
+            if time.monotonic() >= outage_ends:
+                raise  # a broker back from the outage may still load its partitions until then
+            log.warning("No Kafka broker at %s accepts a connection; reading %s-%d from offset %d "
+                        "again, for up to %.0f s more (the stream's outage bound: "
+                        "spark.streaming.kafka.maxRetries, lookupTimeout, retryBackoff)",
+                        _servers(kafka_config), topic, partition, reached[0],
+                        outage_ends - time.monotonic())
+            from_offset = reached[0]
+
+
+def _servers(kafka_config: Mapping[str, Any]) -> str:
+    servers = kafka_config.get("bootstrap_servers") or kafka_config.get("bootstrap.servers") or ""
+    return servers if isinstance(servers, str) else ",".join(map(str, servers))
+
+
+def _read_plain(topic: str, partition: int, from_offset: int, until_offset: int,
+                kafka_config: Mapping[str, Any], settings: ReadSettings, reached: list[int]
+                ) -> Generator[ConsumerRecord, None, None]:
+    handle = acquire(
+        CacheKey(settings.groupId, topic, partition),
+        kafka_config,
+        fingerprint=settings.fingerprint,
+        settings=settings.cache,
+        use_cache=settings.useCache,
+        backend=settings.backend,
+    )
+    with handle:
+        try:
+            yield from handle.internal.iter_range(
+                from_offset, until_offset, settings.pollTimeoutMs, settings.strict
+            )
+        except FetchTimeoutError:
+            reached[0] = max(from_offset, handle.internal.next_offset)  # handed out before it
+            raise
+
+
+class _ChainedReaders(itertools.chain[ConsumerRecord]):
+    """The records of several range readers, chained in C; :meth:`close` closes them all.
+
+    A reader acquires its consumer when its first record is requested and releases it when
+    it ends or is closed, so closing early (``take``) gives the consumer back at once.
+    """
+
+    readers: list[Generator[ConsumerRecord, None, None]]
+
+    @classmethod
+    def of(cls, readers: list[Generator[ConsumerRecord, None, None]]) -> _ChainedReaders:
+        chained = cast(_ChainedReaders, cls.from_iterable(readers))  # from_iterable builds a cls
+        chained.readers = readers
+        return chained
+
+    def close(self) -> None:
+        for reader in self.readers:
+            reader.close()
+
+
+def partition_reader(
+    kafka_config: Mapping[str, Any], settings: ReadSettings, ranges: Sequence[tuple[Any, ...]],
+    cache_counters: Any = None, losses: Any = None,
+) -> Callable[[int, Iterable[Any]], Iterator[ConsumerRecord]]:
+    """Return the function an RDD maps its source partitions with: ``(split, elements)`` to
+    the records of the ranges the elements ``(index, topic, partition)`` name.
+
+    Parameters
+    ----------
+    kafka_config : mapping
+        Executor consumer settings.
+    settings : ReadSettings
+    ranges : sequence of RangeTask or of 5-tuples
+        Every range of the RDD, element ``i`` read by partition ``i``.
+    cache_counters : Accumulator, optional
+        Where each task adds what its worker's consumer-cache counters moved by.
+    losses : Accumulator, optional
+        Of :class:`LostRanges`: the ranges found deleted while reading (failOnDataLoss=false).
+    """
+    on_lost = None if losses is None else (lambda lost: losses.add([lost]))
+    tasks = [RangeTask(*r) for r in ranges]  # plain 5-tuples too
+
+    def read_partition(_split: int, elements: Iterable[Any]) -> Iterator[ConsumerRecord]:
+        before = counters_snapshot()
+        # Drain the input first: a Python worker whose input was not fully read is not reused,
+        # and with it would go its cached consumers. The ranges are chained in C, so each
+        # record passes through no Python frame but the range reader's.
+        mine = []
+        for index, topic, partition in elements:
+            task = tasks[index]
+            if (task.topic, task.partition) != (topic, partition):  # a source cached for others
+                raise RuntimeError(f"partition {index} is {topic}-{partition}, its range is "
+                                   f"{task.topic}-{task.partition}")
+            mine.append(task)
+        readers = [read_range(task, kafka_config, settings, on_lost) for task in mine]
+        if settings.prePosition and settings.useCache and mine:
+            # Before reading (the previous batch's guesses may have been wrong) and after.
+            mover = _PrePositioner(settings, tasks, mine)
+            readers = [mover.step(), *readers, mover.step()]
+        if cache_counters is not None:  # the driver's sum of executor counters
+            readers.append(report_cache_counters(cache_counters, before))
+        return _ChainedReaders.of(readers)
+
+    return read_partition
+
+
+class _PrePositioner:
+    """Pre-positions a worker's idle cached consumers of the RDD's other partitions
+    (:func:`~dstream_kafka.read.consumer_cache.pre_position`); ranges of RDD partitions before this
+    task's count as started, Spark starting a stage's tasks in partition order."""
+
+    def __init__(self, settings: ReadSettings, ranges: Sequence[RangeTask],
+                 mine: Sequence[RangeTask]) -> None:
+        self.settings = settings
+        self.ranges = ranges
+        self.split = max(t.split for t in mine)
+        self.own = {(t.topic, t.partition) for t in mine}  # this task's reads seek on their own
+        self.spans: dict[tuple[str, int], tuple[int, int, bool]] | None = None
+
+    def step(self) -> Generator[ConsumerRecord, None, None]:
+        """A reader that yields nothing and moves the consumers once reached."""
+        if cache_size() > 1:  # one consumer: this task's own
+            if self.spans is None:
+                self.spans = {(t.topic, t.partition): (t.fromOffset, t.untilOffset,
+                                                       t.split < self.split)
+                              for t in self.ranges if (t.topic, t.partition) not in self.own}
+            try:
+                pre_position(self.settings.groupId, self.spans,
+                             fingerprint=self.settings.fingerprint, backend=self.settings.backend)
+            except Exception:  # an optimisation: never the reason a task fails
+                log.debug("Pre-positioning cached consumers failed", exc_info=True)
+        yield from ()
+
+
+class LostRanges(AccumulatorParam):
+    """Accumulates ``(topic, partition, from, until)`` tuples of ranges lost while reading.
+
+    Here, not beside the RDD: an accumulator ships its parameter with every task, and the
+    executor imports the parameter's module to load it.
+    """
+
+    def zero(self, value: Any) -> list[tuple[str, int, int, int]]:
+        return []
+
+    def addInPlace(self, value1: Any, value2: Any) -> Any:
+        value1.extend(value2)
+        return value1
