@@ -231,7 +231,7 @@ class KafkaUtils:
         hosts = _check_strategy(locationStrategy, ranges)
         configs = ClientConfigs.of(kafkaParams)  # translated once, for every client below
         _validate_against_cluster(configs, ranges)
-        settings = read_settings(sc, configs.executor, use_cache=True)
+        settings = read_settings(sc, configs, use_cache=True)
         locations = preferred_locations_for(sc, ranges, hosts)
         return KafkaRDD(sc, configs.executor, ranges, locations, settings)
 
@@ -297,8 +297,7 @@ class KafkaUtils:
             locations = preferred_locations_for(sc, ranges, hosts, executors)
         else:
             locations = [None] * len(ranges)
-        settings = read_settings(sc, configs.executor, use_cache=True,
-                                 poll_timeout_ms=opts.poll_timeout_ms)
+        settings = read_settings(sc, configs, use_cache=True, poll_timeout_ms=opts.poll_timeout_ms)
         settings = settings._replace(failOnDataLoss=opts.fail_on_data_loss)
         rdd = KafkaRDD(sc, configs.executor, ranges, locations, settings)
         rdd.add_lost_ranges(resolution.lost)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import logging
 import re
 import time
@@ -137,11 +136,17 @@ class ConsumerStrategy(ABC):
 
     @property
     def client_configs(self) -> ClientConfigs:
-        """:attr:`executorKafkaParams` translated for every client (executors, look-ups).
+        """:attr:`executorKafkaParams` translated for every client (executors, look-ups), once.
 
-        The default translates them at each call; the built-in strategies do it once.
+        Translated on first use, not when the strategy is built: a strategy that is never
+        started logs no executor fixes.
         """
-        return ClientConfigs.of(self.executorKafkaParams)
+        configs = self.__dict__.get("_client_configs") if hasattr(self, "__dict__") else None
+        if configs is None:
+            configs = ClientConfigs.of(self.executorKafkaParams)
+            if hasattr(self, "__dict__"):  # not a field: the built-ins' equality and pickles skip it
+                self.__dict__["_client_configs"] = configs
+        return configs
 
     def describe(self) -> str:
         """One line naming what the strategy reads, for logs and progress output."""
@@ -186,13 +191,6 @@ class _BaseStrategy(ConsumerStrategy):
     @property
     def executorKafkaParams(self) -> dict[str, Any]:
         return dict(self.kafkaParams)
-
-    @functools.cached_property
-    def client_configs(self) -> ClientConfigs:
-        # Translated on first use, not in __post_init__: a strategy that is never started
-        # logs no executor fixes. Kept in the instance dict, not a field: equality and pickling
-        # see only the user's values.
-        return ClientConfigs.of(self.executorKafkaParams)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # Read-only mappings do not pickle: rebuild from plain copies of the fields.

@@ -351,9 +351,9 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         locations = locations_for(self._sc, self.locationStrategy, ranges, leader_lookup)
         if self._read_settings is None:
             # Deferred to the first batch; read from the stream's one SparkConf copy.
-            self._read_settings = read_settings(self._conf, self._executor_params, self._use_cache,
-                                                stream=True
-                                                )._replace(failOnDataLoss=self.failOnDataLoss)
+            self._read_settings = read_settings(
+                self._conf, self.consumerStrategy.client_configs, self._use_cache, stream=True
+            )._replace(failOnDataLoss=self.failOnDataLoss)
         return build_kafka_rdd(self._sc, self._executor_params, list(ranges), locations=locations,
                                settings=self._read_settings)
 
