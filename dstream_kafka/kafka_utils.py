@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dstream_kafka.errors import ConfigurationError, DataLossError, InvalidOffsetRangeError
-from dstream_kafka.client.kafka_params import bootstrap_errors, fix_kafka_params
+from dstream_kafka.client.kafka_params import ClientConfigs, bootstrap_errors
 from dstream_kafka._spark_internals import (
     is_active_context,
     worker_python,
@@ -22,7 +22,7 @@ from dstream_kafka._spark_internals import (
 )
 from dstream_kafka.read.kafka_rdd import KafkaRDD, read_settings
 from dstream_kafka.client.offset_reader import offset_reader
-from dstream_kafka.plan.batch_options import normalize_options, resolve_offset_ranges
+from dstream_kafka.plan.batch_options import BatchOptions, resolve_offset_ranges
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.read.placement import (
     LocationStrategy,
@@ -96,14 +96,12 @@ def _check_strategy(
     return preferred_hosts_for(strategy, [r.topicPartition() for r in ranges])
 
 
-def _validate_against_cluster(
-    kafkaParams: Mapping[str, Any], ranges: Sequence[OffsetRange]
-) -> None:
+def _validate_against_cluster(configs: ClientConfigs, ranges: Sequence[OffsetRange]) -> None:
     """Unknown topics/partitions, and starts already deleted from the log, fail here."""
     tps = sorted({r.topicPartition() for r in ranges})
     if not tps:
         return
-    with bootstrap_errors(kafkaParams), offset_reader(kafkaParams) as reader:
+    with bootstrap_errors(configs), offset_reader(configs) as reader:
         reader.check_partitions(tps)
         reading = sorted({r.topicPartition() for r in ranges if r.count() > 0})
         earliest = reader.earliest(reading)
@@ -231,11 +229,11 @@ class KafkaUtils:
                 )
         _check_no_overlap(ranges)
         hosts = _check_strategy(locationStrategy, ranges)
-        executor_params = fix_kafka_params(kafkaParams)
-        _validate_against_cluster(kafkaParams, ranges)
-        settings = read_settings(sc, executor_params, use_cache=True)
+        configs = ClientConfigs.of(kafkaParams)  # translated once, for every client below
+        _validate_against_cluster(configs, ranges)
+        settings = read_settings(sc, configs, use_cache=True)
         locations = preferred_locations_for(sc, ranges, hosts)
-        return KafkaRDD(sc, executor_params, ranges, locations, settings)
+        return KafkaRDD(sc, configs.executor, ranges, locations, settings)
 
     @staticmethod
     def createRDDFromOptions(
@@ -274,26 +272,16 @@ class KafkaUtils:
         """
         _check_context(sc)
         _check_mapping("kafkaParams", kafkaParams, '{"bootstrap.servers": "localhost:9092"}')
-        if options is not None:
-            _check_mapping("options", options, '{"subscribe": "events"}')
-        opts = normalize_options({**(options or {}), **moreOptions})
-        executor_params = fix_kafka_params(kafkaParams)
-        min_partitions = opts.get("minPartitions")
-        max_records = opts.get("maxRecordsPerPartition")
+        opts = BatchOptions.parse(options, more=moreOptions)
+        configs = ClientConfigs.of(kafkaParams)  # translated once, for every client below
+        min_partitions = opts.given.get("minPartitions")
+        max_records = opts.given.get("maxRecordsPerPartition")
         # Option errors surface before any broker round trip.
         split_ranges([], min_partitions, max_records)
-        poll_ms = opts.get("kafkaConsumer.pollTimeoutMs")
-        if poll_ms is not None:
-            try:
-                poll_ms = int(poll_ms)
-            except (TypeError, ValueError):
-                raise ConfigurationError(
-                    f"kafkaConsumer.pollTimeoutMs must be a whole number, got {poll_ms!r}"
-                ) from None
         if locationStrategy is not PreferBrokers:
             _check_strategy(locationStrategy, [])
-        with bootstrap_errors(kafkaParams):
-            resolution = resolve_offset_ranges(kafkaParams, opts)
+        with bootstrap_errors(configs):
+            resolution = resolve_offset_ranges(configs, opts)
         if locationStrategy is PreferBrokers:
             # Unlike createRDD, there is a driver consumer here to look leaders up with.
             hosts = dict(resolution.leaders)
@@ -309,10 +297,9 @@ class KafkaUtils:
             locations = preferred_locations_for(sc, ranges, hosts, executors)
         else:
             locations = [None] * len(ranges)
-        settings = read_settings(sc, executor_params, use_cache=True, poll_timeout_ms=poll_ms)
-        if str(opts.get("failOnDataLoss", "true")).strip().lower() == "false":
-            settings = settings._replace(failOnDataLoss=False)  # resolution checked the value
-        rdd = KafkaRDD(sc, executor_params, ranges, locations, settings)
+        settings = read_settings(sc, configs, use_cache=True, poll_timeout_ms=opts.poll_timeout_ms)
+        settings = settings._replace(failOnDataLoss=opts.fail_on_data_loss)
+        rdd = KafkaRDD(sc, configs.executor, ranges, locations, settings)
         rdd.add_lost_ranges(resolution.lost)
         return rdd
 

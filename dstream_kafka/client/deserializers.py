@@ -14,7 +14,13 @@ from typing import Any
 
 from dstream_kafka.errors import ConfigurationError
 
-__all__ = ["DESERIALIZER_CLASSES", "deserializer_name", "utf8_decoder", "validate_deserializer"]
+__all__ = [
+    "DESERIALIZER_CLASSES",
+    "deserializer_name",
+    "qualified_name",
+    "utf8_decoder",
+    "validate_deserializer",
+]
 
 
 def utf8_decoder(data: bytes | None) -> str | None:
@@ -79,6 +85,14 @@ def deserializer_name(value: Any) -> str:
     for java_name, decode in DESERIALIZER_CLASSES.items():
         if decode is not None and decode is value:
             return java_name.rsplit(".", 1)[1]
+    return qualified_name(value)
+
+
+def qualified_name(value: Any) -> str:
+    """Return ``module.qualname`` of a function or class ``value``, else of its type.
+
+    Two lambdas of one scope share it; callers that must tell them apart add their code's digest.
+    """
     target = value if hasattr(value, "__qualname__") else type(value)
     return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
 

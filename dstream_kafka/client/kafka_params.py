@@ -20,9 +20,11 @@ import logging
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from dstream_kafka.client.deserializers import DESERIALIZER_CLASSES as DESERIALIZER_CLASSES
+from dstream_kafka.client.deserializers import qualified_name
 from dstream_kafka.client.deserializers import utf8_decoder as utf8_decoder
 from dstream_kafka.client.deserializers import validate_deserializer as validate_deserializer
 from dstream_kafka.errors import ConfigurationError
@@ -37,6 +39,7 @@ from dstream_kafka.client.security import SECURITY_KEYS, check_credentials, secu
 
 __all__ = [
     "API_TIMEOUT_KEY",
+    "ClientConfigs",
     "DEFAULT_API_TIMEOUT_MS",
     "DESERIALIZER_CLASSES",
     "EXECUTOR_GROUP_PREFIX",
@@ -122,16 +125,17 @@ _CHOICES: Mapping[str, tuple[str, ...]] = {
 
 
 @contextmanager
-def bootstrap_errors(kafkaParams: Mapping[str, Any]) -> Iterator[None]:
+def bootstrap_errors(kafkaParams: Mapping[str, Any] | ClientConfigs) -> Iterator[None]:
     """Turn a client's failure to reach its bootstrap servers into :func:`bootstrap_failure`'s
     error; any other exception passes unchanged. SASL credentials the brokers refuse raise
     :class:`~dstream_kafka.errors.KafkaAuthenticationError` on entry
     (:func:`~dstream_kafka.client.security.check_credentials`)."""
-    check_credentials(driver_consumer_config(kafkaParams))
+    config = driver_consumer_config(kafkaParams)
+    check_credentials(config)
     try:
         yield
     except Exception as exc:
-        error = bootstrap_failure(consumer_config(kafkaParams), exc)
+        error = bootstrap_failure(config, exc)
         if error is None:
             raise
         raise error from None
@@ -292,7 +296,10 @@ def fix_kafka_params(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
     ConfigurationError
         As :func:`consumer_config`.
     """
-    params = consumer_config(kafkaParams)
+    return _executor_fixes(consumer_config(kafkaParams))
+
+
+def _executor_fixes(params: dict[str, Any]) -> dict[str, Any]:
     if params.get("enable_auto_commit", False) is not False:
         log.warning(
             "overriding enable.auto.commit to false for executor (was %s)",
@@ -328,14 +335,63 @@ def fix_kafka_params(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
     return params
 
 
-def driver_consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ClientConfigs:
+    """What one ``kafkaParams`` mapping gives each Kafka client, translated once on the driver.
+
+    Build it with :meth:`of` where the user's parameters come in (``createRDD``, a consumer
+    strategy) and pass it on: the look-ups, the read settings and the backend check take it
+    as it is. Treat the mappings as read-only.
+
+    Attributes
+    ----------
+    executor : dict
+        The executor consumer's settings (:func:`fix_kafka_params`).
+    driver : dict
+        The group-less look-up consumer's settings (:func:`driver_consumer_config`).
+    librdkafka : dict or None
+        ``executor`` in librdkafka's names once the confluent-kafka backend is selected
+        (:func:`~dstream_kafka.read.backends.check_backend` fills it in); None before.
+    fingerprint : str
+        :func:`params_fingerprint` of ``executor``: a cached executor consumer built from
+        other settings is replaced.
+    """
+
+    executor: dict[str, Any]
+    driver: dict[str, Any]
+    librdkafka: dict[str, Any] | None
+    fingerprint: str
+
+    @classmethod
+    def of(cls, kafkaParams: Mapping[str, Any] | ClientConfigs) -> ClientConfigs:
+        """Translate ``kafkaParams`` once (given ClientConfigs, return them).
+
+        Raises
+        ------
+        ConfigurationError
+            As :func:`consumer_config`.
+        """
+        if isinstance(kafkaParams, ClientConfigs):
+            return kafkaParams
+        config = consumer_config(kafkaParams)
+        executor = _executor_fixes(dict(config))
+        return cls(executor, _lookup_only(config), None, params_fingerprint(executor))
+
+
+def driver_consumer_config(kafkaParams: Mapping[str, Any] | ClientConfigs) -> dict[str, Any]:
     """Return settings for a short-lived driver consumer that only looks up offsets.
 
     The user's parameters are kept (so ``isolation.level`` decides whether "latest" is the
     high watermark or the last stable offset), but the consumer joins no group, commits
-    nothing, creates no topics and decodes nothing.
+    nothing, creates no topics and decodes nothing. Given :class:`ClientConfigs`, their
+    ``driver`` settings (translated already).
     """
-    params = consumer_config(kafkaParams)
+    if isinstance(kafkaParams, ClientConfigs):
+        return dict(kafkaParams.driver)
+    return _lookup_only(consumer_config(kafkaParams))
+
+
+def _lookup_only(params: dict[str, Any]) -> dict[str, Any]:
     for key in ("key_deserializer", "value_deserializer", "group_instance_id"):
         params.pop(key, None)
     params.update(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False)
@@ -410,8 +466,7 @@ def store_client_config(kafkaParams: Mapping[str, Any], client: str = "consumer"
 
 
 def _callable_identity(value: Any) -> str:
-    target = value if callable(value) and not hasattr(value, "deserialize") else type(value)
-    name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
+    name = qualified_name(value)
     code = getattr(value, "__code__", None)
     if code is not None:
         # Two lambdas share a qualname; their bytecode and plain constants tell them apart.

@@ -18,7 +18,7 @@ from typing import Any
 
 from dstream_kafka._kafka_internals import leader_host
 from dstream_kafka.errors import ConfigurationError, DStreamKafkaError, UnknownTopicPartitionError
-from dstream_kafka.client.kafka_params import driver_consumer_config, params_fingerprint
+from dstream_kafka.client.kafka_params import ClientConfigs, driver_consumer_config, params_fingerprint
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.client.param_checks import bootstrap_failure
 
@@ -32,10 +32,13 @@ class KafkaOffsetReader:
 
     Parameters
     ----------
-    kafkaParams : mapping
+    kafkaParams : mapping or ClientConfigs
         The user's parameters, used unchanged except that the consumer joins no group, so
         ``isolation.level`` decides whether "latest" is the high watermark or the last
-        stable offset.
+        stable offset; or their :class:`~dstream_kafka.client.kafka_params.ClientConfigs`
+        (``driver``).
+    consumer : kafka.KafkaConsumer, optional
+        Ask through this consumer instead (a stream's driver consumer); its owner closes it.
 
     Raises
     ------
@@ -45,8 +48,13 @@ class KafkaOffsetReader:
         If no bootstrap server answered within ``bootstrap.timeout.ms``.
     """
 
-    def __init__(self, kafkaParams: Mapping[str, Any]) -> None:
-        config = driver_consumer_config(kafkaParams)
+    def __init__(self, kafkaParams: Mapping[str, Any] | ClientConfigs | None = None, *,
+                 consumer: Any = None) -> None:
+        if consumer is not None:  # a stream's driver consumer: its owner closes it, not this
+            self._consumer = consumer
+            self._bootstrap = getattr(consumer, "config", {}).get("bootstrap_servers")
+            return
+        config = driver_consumer_config(kafkaParams or {})
         if not config.get("bootstrap_servers"):
             raise ConfigurationError(
                 "kafkaParams must set bootstrap.servers, e.g. "
@@ -169,8 +177,8 @@ _pool_lock = threading.Lock()
 
 
 @contextmanager
-def offset_reader(kafkaParams: Mapping[str, Any]) -> Iterator[KafkaOffsetReader]:
-    """Lend a pooled :class:`KafkaOffsetReader` for ``kafkaParams`` (thread-safe).
+def offset_reader(kafkaParams: Mapping[str, Any] | ClientConfigs) -> Iterator[KafkaOffsetReader]:
+    """Lend a pooled :class:`KafkaOffsetReader` for ``kafkaParams`` or ClientConfigs (thread-safe).
 
     The reader goes back to the pool when the block ends normally or with one of this
     package's errors (bad input leaves the client healthy); after any other error it is

@@ -1,7 +1,7 @@
 """Driver side: turn Structured Streaming's batch offset options into concrete offset ranges.
 
-Options, precedence and messages are those of Spark's Kafka batch source
-(``KafkaSourceProvider``): exactly one of ``assign``/``subscribe``/``subscribePattern``;
+Options and precedence are those of Spark's Kafka batch source (``KafkaSourceProvider``),
+parsed by :mod:`dstream_kafka.plan.source_options` as a stream's are: exactly one of ``assign``/``subscribe``/``subscribePattern``;
 start from ``startingTimestamp`` > ``startingOffsetsByTimestamp`` > ``startingOffsets``
 (default ``earliest``); end at ``endingTimestamp`` > ``endingOffsetsByTimestamp`` >
 ``endingOffsets`` (default ``latest``). Option names are case-insensitive. Offsets are looked
@@ -19,52 +19,35 @@ ranges. Unknown topics and partitions always raise
 
 from __future__ import annotations
 
-import difflib
-import json
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from dstream_kafka.client.kafka_params import ClientConfigs
 from dstream_kafka.errors import ConfigurationError, DataLossError
 from dstream_kafka.client.offset_reader import KafkaOffsetReader, offset_reader
-from dstream_kafka.offsets import INT64_MAX as _INT64_MAX
-from dstream_kafka.offsets import EARLIEST, LATEST, OffsetRange, TopicPartition, as_topic_partition
-from dstream_kafka.offsets_json import partition_offsets_from_json, partition_offsets_to_json, partitions_from_json
+from dstream_kafka.offsets import OffsetRange, TopicPartition, as_topic_partition
+from dstream_kafka.offsets_json import partitions_from_json
+from dstream_kafka.plan.source_options import Side, SourceOptions, options_of
 
-# KafkaOffsetReader lives in dstream_kafka.client.offset_reader; re-exported for existing imports.
-__all__ = [
-    "BATCH_OPTIONS",
-    "KafkaOffsetReader",
-    "OffsetResolution",
-    "check_loss",
-    "normalize_options",
-    "resolve_offset_ranges",
-]
+__all__ = ["BATCH_OPTIONS", "BatchOptions", "OffsetResolution", "check_loss", "resolve_offset_ranges"]
 
 log = logging.getLogger(__name__)
 
 #: Batch options understood by :func:`resolve_offset_ranges` and ``createRDDFromOptions``.
-BATCH_OPTIONS = (
-    "assign",
-    "subscribe",
-    "subscribePattern",
-    "startingOffsets",
-    "endingOffsets",
-    "startingOffsetsByTimestamp",
-    "endingOffsetsByTimestamp",
-    "startingTimestamp",
-    "endingTimestamp",
-    "startingOffsetsByTimestampStrategy",
-    "failOnDataLoss",
-    "minPartitions",
-    "maxRecordsPerPartition",
-    "kafkaConsumer.pollTimeoutMs",
-)
-# Streaming-only options: accepted and ignored in batch with a warning, as Spark does.
-_STREAMING_ONLY = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
-_OPTION_NAMES = {name.lower(): name for name in BATCH_OPTIONS + _STREAMING_ONLY}
-_TIMEOUT_MS = 30000
+BATCH_OPTIONS = options_of("batch")
+
+
+class BatchOptions(SourceOptions):
+    """The parsed options of one batch read (``createRDDFromOptions``).
+
+    Build it with :meth:`~dstream_kafka.plan.source_options.SourceOptions.parse`. A side
+    without an option is ``earliest`` (start) or ``latest`` (end); of several options for one
+    side the timestamp wins, then the by-timestamp JSON (Spark's precedence). ``None`` values
+    count as not given, and the trigger options of streams are ignored with a warning.
+    """
+
+    mode = "batch"
 
 
 class OffsetResolution(NamedTuple):
@@ -78,78 +61,6 @@ class OffsetResolution(NamedTuple):
     ranges: list[OffsetRange]
     lost: list[OffsetRange]
     leaders: dict[TopicPartition, str | None]
-
-
-def normalize_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Return ``options`` under their canonical names (keys are case-insensitive).
-
-    Raises
-    ------
-    ConfigurationError
-        For an option name that is not a string, an unknown option (with the closest
-        names) or one given twice.
-    """
-    result: dict[str, Any] = {}
-    for key, value in (options or {}).items():
-        if not isinstance(key, str):
-            raise ConfigurationError(
-                f"Kafka batch option names must be strings, got {key!r}; e.g. "
-                '{"subscribe": "events"}'
-            )
-        name = _OPTION_NAMES.get(key.lower())
-        if name is None:
-            close = difflib.get_close_matches(str(key), BATCH_OPTIONS, n=2)
-            hint = (
-                f"; did you mean {' or '.join(close)}?"
-                if close
-                else f"; known options: {', '.join(BATCH_OPTIONS)}"
-            )
-            raise ConfigurationError(f"Unknown Kafka batch option {key!r}{hint}")
-        if name in result:
-            raise ConfigurationError(
-                f"Option {name} is given twice (option names are case-insensitive)"
-            )
-        if name in _STREAMING_ONLY:
-            log.warning("%s is ignored in batch reads", name)
-            continue
-        if value is not None:
-            result[name] = value
-    return result
-
-
-def _json_text(name: str, value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        if all(isinstance(k, str) for k in value):
-            return json.dumps(value)
-        return partition_offsets_to_json({as_topic_partition(k): v for k, v in value.items()})
-    raise ConfigurationError(
-        f"{name} must be a JSON string or a mapping, got {type(value).__name__}"
-    )
-
-
-def _long(name: str, value: Any) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and re.fullmatch(r"\s*-?[0-9]+\s*", value):
-        number = int(value)
-    else:
-        raise ConfigurationError(f"Expected a single long value, got {value} for {name}")
-    if number < 0:
-        raise ConfigurationError(f"{name} must be a timestamp in ms >= 0, got {number}")
-    if number > _INT64_MAX:
-        raise ConfigurationError(
-            f"{name} is out of range: a timestamp in ms is 0 to {_INT64_MAX} (2**63 - 1), got {number}")
-    return number
-
-
-def _bool(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise ConfigurationError(f"{name} must be true or false, got {value!r}")
 
 
 def _assigned(reader: KafkaOffsetReader, opts: Mapping[str, Any]) -> list[TopicPartition]:
@@ -208,104 +119,31 @@ def _assigned(reader: KafkaOffsetReader, opts: Mapping[str, Any]) -> list[TopicP
     )
 
 
-def _specific(
-    reader: KafkaOffsetReader,
-    name: str,
-    text: str,
-    assigned: Sequence[TopicPartition],
-    sentinels: tuple[int, ...],
-) -> dict[TopicPartition, int]:
-    offsets = partition_offsets_from_json(text, field=name, allowed_sentinels=sentinels)
-    reader.check_partitions(offsets)
-    if set(offsets) != set(assigned):
+def _check_covers(reader: KafkaOffsetReader, side: Side, assigned: Sequence[TopicPartition]) -> None:
+    """Refuse JSON naming a partition Kafka lacks, or not naming every assigned one (Spark)."""
+    if side.offsets is None:
+        return
+    reader.check_partitions(side.offsets)
+    if set(side.offsets) != set(assigned):
         raise ConfigurationError(
-            f"If {name} contains specific offsets, you must specify all TopicPartitions.\n"
+            f"If {side.option} contains specific offsets, you must specify all TopicPartitions.\n"
             "Use -1 for latest, -2 for earliest.\n"
-            f"Specified: {sorted(map(tuple, offsets))} Assigned: {sorted(map(tuple, assigned))}"
+            f"Specified: {sorted(map(tuple, side.offsets))} Assigned: {sorted(map(tuple, assigned))}"
         )
-    return offsets
-
-
-def _limit(
-    reader: KafkaOffsetReader,
-    opts: Mapping[str, Any],
-    side: str,
-    assigned: Sequence[TopicPartition],
-) -> tuple[str, Any]:
-    """Return ("earliest"|"latest"|"offsets"|"timestamps", detail) for one side."""
-    prefix = "starting" if side == "start" else "ending"
-    if f"{prefix}Timestamp" in opts:
-        ts = _long(f"{prefix}Timestamp", opts[f"{prefix}Timestamp"])
-        return "timestamps", {tp: ts for tp in assigned}
-    if f"{prefix}OffsetsByTimestamp" in opts:
-        name = f"{prefix}OffsetsByTimestamp"
-        return "timestamps", _specific(reader, name, _json_text(name, opts[name]), assigned, ())
-    name = f"{prefix}Offsets"
-    value = opts.get(name, "earliest" if side == "start" else "latest")
-    if isinstance(value, str) and value.strip().lower() in ("earliest", "latest"):
-        word = value.strip().lower()
-        if side == "start" and word == "latest":
-            raise ConfigurationError("starting offset can't be latest for batch queries on Kafka")
-        if side == "end" and word == "earliest":
-            raise ConfigurationError("ending offset can't be earliest for batch queries on Kafka")
-        return word, None
-    offsets = _specific(reader, name, _json_text(name, value), assigned, (EARLIEST, LATEST))
-    forbidden, word = (LATEST, "latest") if side == "start" else (EARLIEST, "earliest")
-    for tp, offset in offsets.items():
-        if offset == forbidden:
-            raise ConfigurationError(
-                f"{name} for {tp.topic}-{tp.partition} can't be {word} for batch queries on Kafka"
-            )
-    return "offsets", offsets
-
-
-def _resolve_side(
-    reader: KafkaOffsetReader,
-    kind: str,
-    detail: Any,
-    side: str,
-    strategy: str,
-    earliest: Mapping[TopicPartition, int],
-    latest: Mapping[TopicPartition, int],
-    assigned: Sequence[TopicPartition],
-) -> dict[TopicPartition, int]:
-    if kind == "earliest":
-        return {tp: earliest[tp] for tp in assigned}
-    if kind == "latest":
-        return {tp: latest[tp] for tp in assigned}
-    if kind == "offsets":
-        return {
-            tp: earliest[tp] if o == EARLIEST else latest[tp] if o == LATEST else o
-            for tp, o in detail.items()
-        }
-    found = reader.for_times(detail)
-    result = {}
-    for tp, offset in found.items():
-        if offset is None:
-            if side == "start" and strategy == "error":
-                raise ConfigurationError(
-                    "No offset matched from request of topic-partition "
-                    f"{tp.topic}-{tp.partition} and timestamp {detail[tp]}; set "
-                    "startingOffsetsByTimestampStrategy=latest to start "
-                    "such partitions at the latest offset"
-                )
-            offset = latest[tp]  # no record that late: start (strategy latest) or end at latest
-        result[tp] = offset
-    return result
 
 
 def resolve_offset_ranges(
-    kafkaParams: Mapping[str, Any], options: Mapping[str, Any] | None
+    kafkaParams: Mapping[str, Any] | ClientConfigs, options: Mapping[str, Any] | BatchOptions | None
 ) -> OffsetResolution:
     """Resolve batch ``options`` into one concrete range per assigned partition.
 
     Parameters
     ----------
-    kafkaParams : mapping
-        The user's Kafka parameters (``bootstrap.servers`` required).
-    options : mapping
-        Spark's batch source options, see :data:`BATCH_OPTIONS`; ``minPartitions`` and
-        ``maxRecordsPerPartition`` are validated here but applied by the caller.
+    kafkaParams : mapping or ClientConfigs
+        The user's Kafka parameters (``bootstrap.servers`` required), or them translated.
+    options : mapping or BatchOptions
+        Spark's batch source options, see :data:`BATCH_OPTIONS`, or them parsed;
+        ``minPartitions`` and ``maxRecordsPerPartition`` are applied by the caller.
 
     Raises
     ------
@@ -319,31 +157,20 @@ def resolve_offset_ranges(
     InvalidOffsetRangeError
         When a resolved start is after its end.
     """
-    opts = normalize_options(options)
-    fail_on_data_loss = _bool("failOnDataLoss", opts.get("failOnDataLoss", True))
-    strategy = str(opts.get("startingOffsetsByTimestampStrategy", "error")).strip().lower()
-    if strategy not in ("error", "latest"):
-        raise ConfigurationError(
-            "startingOffsetsByTimestampStrategy must be error or latest, got "
-            f"{opts['startingOffsetsByTimestampStrategy']!r}"
-        )
+    opts = options if isinstance(options, BatchOptions) else BatchOptions.parse(options)
     with offset_reader(kafkaParams) as reader:
-        assigned = _assigned(reader, opts)
-        start_kind, start_detail = _limit(reader, opts, "start", assigned)
-        end_kind, end_detail = _limit(reader, opts, "end", assigned)
+        assigned = _assigned(reader, opts.given)
+        _check_covers(reader, opts.start, assigned)
+        _check_covers(reader, opts.end, assigned)
         earliest = reader.earliest(assigned)
         latest = reader.latest(assigned)
-        starts = _resolve_side(
-            reader, start_kind, start_detail, "start", strategy, earliest, latest, assigned
-        )
-        ends = _resolve_side(
-            reader, end_kind, end_detail, "end", strategy, earliest, latest, assigned
-        )
+        starts = opts.start.resolve(assigned, earliest, latest, reader.for_times, opts.no_match)
+        ends = opts.end.resolve(assigned, earliest, latest, reader.for_times, "latest")
         leaders = {tp: reader.leader_host(tp) for tp in assigned}
     ranges, lost = [], []
     for tp in assigned:
-        start, end = starts[tp], ends[tp]
-        start, end, gone = check_loss(tp, start, end, earliest[tp], latest[tp], fail_on_data_loss)
+        start, end, gone = check_loss(tp, starts[tp], ends[tp], earliest[tp], latest[tp],
+                                      opts.fail_on_data_loss)
         if gone is not None:
             lost.append(gone)
         ranges.append(OffsetRange(tp.topic, tp.partition, start, end))

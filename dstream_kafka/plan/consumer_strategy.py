@@ -21,7 +21,7 @@ from typing import Any, Iterable, Iterator, Mapping, Pattern, Sequence
 from kafka import ConsumerRebalanceListener
 
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError, UnknownTopicPartitionError
-from dstream_kafka.client.kafka_params import bootstrap_errors, stream_driver_config
+from dstream_kafka.client.kafka_params import ClientConfigs, bootstrap_errors, stream_driver_config
 from dstream_kafka.offsets import TopicPartition, as_topic_partition
 
 __all__ = ["ConsumerStrategy", "ConsumerStrategies", "Subscribe", "SubscribePattern", "Assign",
@@ -117,8 +117,8 @@ class ConsumerStrategy(ABC):
     """Creates the driver consumer and names the Kafka params executors get.
 
     Subclass it to customise how the driver consumer is built (public, extensible, as Spark's).
-    The stream uses :attr:`executorKafkaParams`, :meth:`onStart`, :meth:`topic_names` and
-    :meth:`starting_offsets`; the last two have defaults.
+    The stream uses :attr:`executorKafkaParams`, :meth:`onStart`, :meth:`topic_names`,
+    :meth:`starting_offsets` and :attr:`client_configs`; the last three have defaults.
     """
 
     @property
@@ -133,6 +133,20 @@ class ConsumerStrategy(ABC):
         ``currentOffsets`` is non-empty on a restart (offsets from a store or checkpoint) and
         then wins over the strategy's own starting offsets.
         """
+
+    @property
+    def client_configs(self) -> ClientConfigs:
+        """:attr:`executorKafkaParams` translated for every client (executors, look-ups), once.
+
+        Translated on first use, not when the strategy is built: a strategy that is never
+        started logs no executor fixes.
+        """
+        configs = self.__dict__.get("_client_configs") if hasattr(self, "__dict__") else None
+        if configs is None:
+            configs = ClientConfigs.of(self.executorKafkaParams)
+            if hasattr(self, "__dict__"):  # not a field: the built-ins' equality and pickles skip it
+                self.__dict__["_client_configs"] = configs
+        return configs
 
     def describe(self) -> str:
         """One line naming what the strategy reads, for logs and progress output."""
@@ -192,7 +206,7 @@ class _BaseStrategy(ConsumerStrategy):
         config = stream_driver_config(self.kafkaParams)
         # A refused SASL login fails at once, no broker within bootstrap.timeout.ms with
         # BrokerTimeoutError naming the servers (not kafka-python's "Unable to bootstrap").
-        with bootstrap_errors(self.kafkaParams):
+        with bootstrap_errors(self.client_configs):
             consumer = KafkaConsumer(**config)
         return consumer, _PauseOnAssign(consumer)
 
@@ -285,7 +299,7 @@ class _BaseStrategy(ConsumerStrategy):
         from dstream_kafka.client.offset_reader import offset_reader
 
         try:
-            with offset_reader(self.kafkaParams) as reader:
+            with offset_reader(self.client_configs) as reader:
                 return self._topics_among(reader.all_topics())
         except KafkaError:
             return None

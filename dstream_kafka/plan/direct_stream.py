@@ -33,7 +33,6 @@ from dstream_kafka.config import SparkConfReader
 from dstream_kafka.plan.consumer_strategy import ConsumerStrategy
 from dstream_kafka.plan.driver_consumer import DriverConsumer
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
-from dstream_kafka.client.kafka_params import fix_kafka_params
 from dstream_kafka.client.latest_offsets import PartitionsGone, any_reachable, latest_offsets
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.read.placement import LocationStrategy, PreferBrokers, locations_for
@@ -148,7 +147,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self.offsetStore = offsetStore
         self._group_id = _group_of(consumerStrategy)
         # Fixed once per stream (Spark does it when the stream is created), not per batch.
-        self._executor_params = fix_kafka_params(consumerStrategy.executorKafkaParams)
+        self._executor_params = consumerStrategy.client_configs.executor
         self._conf = conf
         self._commits = CommitQueue(self._group_id)
         self._planned: dict[int, PlannedBatch] = {}  # by engine batch time
@@ -214,7 +213,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
                              store=self.offsetStore, group=self._store_group)
         self._positions.on_data_loss = lambda: count_data_loss(self.id)
         try:
-            self.startOptions.check_cluster(self.consumerStrategy.executorKafkaParams)
+            self.startOptions.check_cluster(self.consumerStrategy.client_configs)
             stored = self._positions.load(self.offsetStore)
             consumer = self._driver()
             self._member.paranoid_poll()
@@ -309,9 +308,9 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         locations = locations_for(self._sc, self.locationStrategy, ranges, leader_lookup)
         if self._read_settings is None:
             # Deferred to the first batch; read from the stream's one SparkConf copy.
-            self._read_settings = read_settings(self._conf, self._executor_params, self._use_cache,
-                                                stream=True
-                                                )._replace(failOnDataLoss=self.failOnDataLoss)
+            self._read_settings = read_settings(
+                self._conf, self.consumerStrategy.client_configs, self._use_cache, stream=True
+            )._replace(failOnDataLoss=self.failOnDataLoss)
         return build_kafka_rdd(self._sc, self._executor_params, list(ranges), locations=locations,
                                settings=self._read_settings)
 

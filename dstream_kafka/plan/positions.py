@@ -31,7 +31,7 @@ from dstream_kafka.errors import (
     DataLossError,
     PartitionsRevokedError,
 )
-from dstream_kafka.client.kafka_params import API_TIMEOUT_KEY, DEFAULT_API_TIMEOUT_MS
+from dstream_kafka.client.kafka_params import API_TIMEOUT_KEY, DEFAULT_API_TIMEOUT_MS, ClientConfigs
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def _no_reset(tp: TopicPartition) -> ConfigurationError:
         "'earliest' or 'latest'")
 
 
-def vanished_partitions(kafkaParams: Mapping[str, Any],
+def vanished_partitions(kafkaParams: Mapping[str, Any] | ClientConfigs,
                         parts: Sequence[TopicPartition]) -> set[TopicPartition]:
     """Return those of ``parts`` whose topic or partition no longer exists in Kafka.
 
@@ -169,7 +169,7 @@ class PartitionPositions:
         self.strategy = strategy
         self.start_options = start_options
         self.find_vanished = find_vanished or (
-            lambda _consumer, parts: vanished_partitions(strategy.executorKafkaParams, parts))
+            lambda _consumer, parts: vanished_partitions(strategy.client_configs, parts))
         self.group_id = group_id
         self.store_group = store_group
         self.fail_on_data_loss = fail_on_data_loss

@@ -30,7 +30,7 @@ from dstream_kafka._spark_internals import (
     python_rdd,
     source_preferred_locations,
 )
-from dstream_kafka.client.kafka_params import params_fingerprint
+from dstream_kafka.client.kafka_params import ClientConfigs, params_fingerprint
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
@@ -50,7 +50,7 @@ __all__ = [
 
 def read_settings(
     sc: Any,
-    executor_params: Mapping[str, Any],
+    executor_params: Mapping[str, Any] | ClientConfigs,
     use_cache: bool | None = None,
     poll_timeout_ms: int | None = None,
     stream: bool = False,
@@ -66,11 +66,17 @@ def read_settings(
     ``spark.streaming.kafka.consumer.cache.prePosition`` is false. The consumer backend
     (``spark.streaming.kafka.consumer.backend``) is checked here, on the driver: selecting
     confluent-kafka without the package raises
-    :class:`~dstream_kafka.errors.MissingDependencyError` before any job runs.
+    :class:`~dstream_kafka.errors.MissingDependencyError` before any job runs. Given
+    ClientConfigs, their fingerprint and translations are used, not made again.
     """
     conf = SparkConfReader(live_conf(sc))
     backend = conf.consumer_backend
-    check_backend(backend, executor_params)
+    librdkafka = check_backend(backend, executor_params)
+    executor: Mapping[str, Any]
+    if isinstance(executor_params, ClientConfigs):
+        executor, fingerprint = executor_params.executor, executor_params.fingerprint
+    else:
+        executor, fingerprint = executor_params, params_fingerprint(executor_params)
     cache = CacheSettings(
         conf.cache_initial_capacity, conf.cache_max_capacity, conf.cache_load_factor
     ).validated()
@@ -83,17 +89,18 @@ def read_settings(
             f"pollTimeoutMs must be a whole number >= 0, got {poll_timeout_ms!r}"
         )
     return ReadSettings(
-        groupId=str(executor_params.get("group_id")),
+        groupId=str(executor.get("group_id")),
         pollTimeoutMs=conf.poll_timeout_ms if poll_timeout_ms is None else poll_timeout_ms,
         strict=not conf.allow_non_consecutive_offsets,
         useCache=conf.consumer_cache_enabled if use_cache is None else bool(use_cache),
         cache=cache,
-        fingerprint=params_fingerprint(executor_params),
+        fingerprint=fingerprint,
         backend=backend,
         # kafka-python fetches only inside a read: moving its consumers ahead saves nothing.
         prePosition=stream and backend == CONFLUENT and conf.consumer_cache_pre_position,
         outageMs=((conf.max_retries + 1) * conf.lookup_timeout_ms
                   + conf.max_retries * conf.retry_backoff_ms) if stream else 0,
+        librdkafka=librdkafka,
     )
 
 

@@ -19,7 +19,7 @@ from pyspark.accumulators import AccumulatorParam
 
 from dstream_kafka.errors import FetchTimeoutError
 from dstream_kafka.client.latest_offsets import any_reachable
-from dstream_kafka.read.backends import DEFAULT_BACKEND
+from dstream_kafka.read.backends import DEFAULT_BACKEND, LIBRDKAFKA_KEY
 from dstream_kafka.read.consumer_cache import CacheKey, CacheSettings, acquire, cache_size, pre_position
 from dstream_kafka.read.counters import counters_snapshot, report_cache_counters
 from dstream_kafka.read.internal_consumer import RecordsDeletedError
@@ -69,6 +69,9 @@ class ReadSettings(NamedTuple):
         to where their next read starts (:func:`~dstream_kafka.read.consumer_cache.pre_position`):
         true for direct streams on the confluent-kafka backend, whose client fetches in the
         background, with ``spark.streaming.kafka.consumer.cache.prePosition`` (default true).
+    librdkafka : mapping or None
+        The confluent-kafka backend's settings, translated once on the driver
+        (:func:`~dstream_kafka.read.backends.check_backend`); None for kafka-python.
     """
 
     groupId: str
@@ -81,6 +84,7 @@ class ReadSettings(NamedTuple):
     failOnDataLoss: bool = True
     prePosition: bool = False
     outageMs: int = 0
+    librdkafka: Mapping[str, Any] | None = None
 
 
 class RangeTask(NamedTuple):
@@ -152,6 +156,8 @@ def _servers(kafka_config: Mapping[str, Any]) -> str:
 def _read_plain(topic: str, partition: int, from_offset: int, until_offset: int,
                 kafka_config: Mapping[str, Any], settings: ReadSettings, reached: list[int]
                 ) -> Generator[ConsumerRecord, None, None]:
+    if settings.librdkafka is not None:  # a new confluent-kafka client takes it as it is
+        kafka_config = {**kafka_config, LIBRDKAFKA_KEY: settings.librdkafka}
     handle = acquire(
         CacheKey(settings.groupId, topic, partition),
         kafka_config,

@@ -427,6 +427,21 @@ def test_non_serializable_deserializer_is_rejected_before_any_job(sc, kafka, top
         KafkaUtils.createRDD(sc, params, [OffsetRange(topic, 0, 0, 1)])
 
 
+def test_create_rdd_translates_the_kafka_params_once_on_the_driver(
+    sc, kafka, topic, unique, monkeypatch
+):
+    from dstream_kafka.client import kafka_params
+
+    translations = []
+    translate = kafka_params.consumer_config
+    monkeypatch.setattr(kafka_params, "consumer_config",
+                        lambda params: translations.append(params) or translate(params))
+    kafka.produce(topic, ["x"])
+    rdd = KafkaUtils.createRDD(sc, string_params(kafka, unique("g")), [OffsetRange(topic, 0, 0, 1)])
+    assert len(translations) == 1
+    assert rdd.map(lambda r: r.value).collect() == ["x"]
+
+
 def test_contradicting_params_are_overridden_with_a_warning_and_still_read(
     sc, kafka, topic, unique, caplog
 ):

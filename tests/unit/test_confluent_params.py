@@ -13,11 +13,11 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import kafka  # noqa: F401  (kafka-python warns on import under some Python versions)
 
-from dstream_kafka.read.backends import check_backend, create_backend, record_decoder
+from dstream_kafka.read.backends import LIBRDKAFKA_KEY, check_backend, create_backend, record_decoder
 from dstream_kafka.read.backends.confluent import librdkafka_config
 from dstream_kafka.read.consumer_cache import CacheKey, acquire, cached_consumer, clear
 from dstream_kafka.errors import ConfigurationError, MissingDependencyError
-from dstream_kafka.client.kafka_params import fix_kafka_params, utf8_decoder
+from dstream_kafka.client.kafka_params import ClientConfigs, fix_kafka_params, utf8_decoder
 from dstream_kafka.read.kafka_rdd import read_settings
 
 SER = "org.apache.kafka.common.serialization."
@@ -169,6 +169,26 @@ def test_read_settings_carry_the_backend_and_default_to_kafka_python():
     params = _fixed()
     assert read_settings({}, params).backend == "kafka-python"
     assert read_settings({BACKEND: "Confluent-Kafka"}, params).backend == "confluent-kafka"
+
+
+def test_the_drivers_librdkafka_translation_travels_in_the_read_settings():
+    configs = ClientConfigs.of({"bootstrap.servers": "h1:9092", "group.id": "app"})
+    settings = read_settings({BACKEND: "confluent-kafka"}, configs)
+    assert settings.librdkafka == librdkafka_config(configs.executor)
+    assert settings.fingerprint == configs.fingerprint
+    assert read_settings({}, configs).librdkafka is None
+
+
+def test_an_executor_client_takes_the_drivers_translation_without_translating_again(monkeypatch):
+    from dstream_kafka.read.backends import confluent
+
+    shipped = librdkafka_config(_fixed())
+    monkeypatch.setattr(confluent, "librdkafka_config", lambda params: pytest.fail("translated again"))
+    backend = create_backend("confluent-kafka", "t", 0, {**_fixed(), LIBRDKAFKA_KEY: shipped})
+    try:
+        assert "logger" not in shipped  # the client's callbacks went into a copy
+    finally:
+        backend.close()
 
 
 def test_a_cached_consumer_of_another_backend_is_replaced():

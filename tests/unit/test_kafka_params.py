@@ -308,6 +308,50 @@ def test_fingerprint_tells_different_settings_apart():
     )
 
 
+def test_client_configs_hold_every_client_config_of_one_translation(monkeypatch):
+    from dstream_kafka.client import kafka_params
+
+    params = {"bootstrap.servers": "h:1", "group.id": "g", "value.deserializer": SER + "StringDeserializer"}
+    translations = []
+    translate = kafka_params.consumer_config
+    monkeypatch.setattr(kafka_params, "consumer_config",
+                        lambda p: translations.append(p) or translate(p))
+    configs = kafka_params.ClientConfigs.of(params)
+    assert kafka_params.driver_consumer_config(configs) == configs.driver
+    with kafka_params.bootstrap_errors(configs):
+        pass
+    assert len(translations) == 1 and configs.librdkafka is None
+    monkeypatch.undo()
+    assert configs.executor == fix_kafka_params(params)
+    assert configs.driver == driver_consumer_config(params)
+    assert configs.fingerprint == params_fingerprint(configs.executor)
+
+
+class _UpperDeserializer(kafka.serializer.Deserializer):
+    def deserialize(self, topic, bytes_):
+        return bytes_.upper()
+
+
+class _LowerDeserializer(kafka.serializer.Deserializer):
+    def deserialize(self, topic, bytes_):
+        return bytes_.lower()
+
+
+def test_fingerprint_tells_two_deserializer_classes_apart():
+    base = fix_kafka_params({"bootstrap.servers": "h:1", "group.id": "g"})
+    assert params_fingerprint({**base, "value_deserializer": _UpperDeserializer}) != params_fingerprint(
+        {**base, "value_deserializer": _LowerDeserializer}
+    )
+
+
+def test_fingerprint_and_error_messages_name_a_callable_alike():
+    from dstream_kafka.client.deserializers import deserializer_name, qualified_name
+
+    assert deserializer_name(_UpperDeserializer()) == qualified_name(_UpperDeserializer()) == (
+        f"{__name__}._UpperDeserializer"
+    )
+
+
 def test_the_stream_driver_stays_in_the_group_commits_only_explicitly_and_decodes_nothing(caplog):
     with caplog.at_level(logging.WARNING, logger="dstream_kafka.client.kafka_params"):
         config = stream_driver_config(

@@ -16,21 +16,29 @@ Both take the executor parameters of :func:`~dstream_kafka.client.kafka_params.f
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dstream_kafka.client.deserializers import deserializer_name
 from dstream_kafka.errors import ConfigurationError, KafkaReadError
 from dstream_kafka.record import ConsumerRecord
 
+if TYPE_CHECKING:  # the executor's read path imports this module: it stays light
+    from dstream_kafka.client.kafka_params import ClientConfigs
+
 __all__ = [
     "BACKENDS",
     "DEFAULT_BACKEND",
+    "LIBRDKAFKA_KEY",
     "ConsumerBackend",
     "OffsetOutOfRange",
     "check_backend",
     "create_backend",
     "record_decoder",
 ]
+
+#: Where an executor config carries the driver's librdkafka translation (confluent-kafka only;
+#: dotted, so it is never a kafka-python setting).
+LIBRDKAFKA_KEY = "dstream_kafka.librdkafka"
 
 KAFKA_PYTHON = "kafka-python"
 CONFLUENT = "confluent-kafka"
@@ -123,8 +131,14 @@ class ConsumerBackend(Protocol):
         """Close the client (best effort, may raise)."""
 
 
-def check_backend(name: str, executor_params: Mapping[str, Any] | None = None) -> None:
+def check_backend(
+    name: str, executor_params: Mapping[str, Any] | ClientConfigs | None = None
+) -> dict[str, Any] | None:
     """Fail on the driver, before any job, when backend ``name`` cannot run.
+
+    Returns the confluent-kafka backend's librdkafka settings for ``executor_params`` (the
+    executor consumer's settings, or their ClientConfigs, whose translation is reused), so
+    executors need not translate them again; None for kafka-python.
 
     Raises
     ------
@@ -134,23 +148,31 @@ def check_backend(name: str, executor_params: Mapping[str, Any] | None = None) -
         When the confluent-kafka backend is selected and the package is missing.
     """
     if name == KAFKA_PYTHON:
-        return
+        return None
     if name != CONFLUENT:
         raise ConfigurationError(
             f"Unknown consumer backend {name!r}; spark.streaming.kafka.consumer.backend must be "
             f"one of {', '.join(BACKENDS)}"
         )
+    from dstream_kafka.client.kafka_params import ClientConfigs
     from dstream_kafka.read.backends.confluent import librdkafka_config, require_confluent
 
     require_confluent()
-    if executor_params is not None:
-        librdkafka_config(executor_params)
+    if isinstance(executor_params, ClientConfigs):
+        if executor_params.librdkafka is not None:
+            return executor_params.librdkafka
+        executor_params = executor_params.executor
+    return None if executor_params is None else librdkafka_config(executor_params)
 
 
 def create_backend(
     name: str, topic: str, partition: int, config: Mapping[str, Any]
 ) -> ConsumerBackend:
-    """Create backend ``name``'s client for ``topic``-``partition`` (executor side)."""
+    """Create backend ``name``'s client for ``topic``-``partition`` (executor side).
+
+    For confluent-kafka, ``config`` may carry the driver's librdkafka translation under
+    :data:`LIBRDKAFKA_KEY` (:func:`check_backend`); without it the backend translates.
+    """
     if name == CONFLUENT:
         from dstream_kafka.read.backends.confluent import ConfluentBackend
 

@@ -32,7 +32,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from dstream_kafka.read.backends import OffsetOutOfRange, record_decoder
+from dstream_kafka.read.backends import LIBRDKAFKA_KEY, OffsetOutOfRange, record_decoder
 from dstream_kafka.errors import (
     ConfigurationError,
     KafkaAuthenticationError,
@@ -242,7 +242,9 @@ class ConfluentBackend:
         self._ck = ck
         self.topic = topic
         self.partition = partition
-        conf = librdkafka_config(config)
+        # The driver's translation when it shipped one (a dict of its own: callbacks go in).
+        given = config.get(LIBRDKAFKA_KEY)
+        conf = librdkafka_config(config) if given is None else dict(given)
         conf["logger"] = logging.getLogger("dstream_kafka.read.backends.librdkafka")
         # librdkafka retries a refused login for ever; the first refusal fails the read.
         self._auth_error: str | None = None

@@ -1,0 +1,281 @@
+"""Structured Streaming's Kafka source options, parsed once for both reads that take them.
+
+``KafkaUtils.createRDDFromOptions`` (a batch read, :mod:`dstream_kafka.plan.batch_options`) and
+``KafkaUtils.createDirectStream(options=)`` (a stream, :mod:`dstream_kafka.plan.stream_options`)
+take Spark's option names, case-insensitively. :meth:`SourceOptions.parse` checks every option
+without a broker: one name table (:data:`OPTIONS`, with close-name suggestions), one reader per
+value kind, one message per mistake. The subclass of each read keeps what differs: a batch read
+takes its topics from ``assign``/``subscribe``/``subscribePattern`` and picks one start and one
+end by Spark's precedence; a stream refuses two options for one side and reads only strings,
+as ``DataStreamReader.option`` stores them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Self
+
+from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.offsets import EARLIEST, INT64_MAX, LATEST, TopicPartition, as_topic_partition
+from dstream_kafka.offsets_json import partition_offsets_from_json, partition_offsets_to_json
+
+__all__ = ["OPTIONS", "Side", "SourceOptions", "options_of"]
+
+log = logging.getLogger(__name__)
+
+_BOTH = ("batch", "stream")
+#: Every Kafka source option, with the reads that take it: ``batch`` (createRDDFromOptions)
+#: and ``stream`` (createDirectStream's ``options``).
+OPTIONS: Mapping[str, tuple[str, ...]] = {
+    "assign": ("batch",),
+    "subscribe": ("batch",),
+    "subscribePattern": ("batch",),
+    "startingOffsets": _BOTH,
+    "endingOffsets": _BOTH,
+    "startingOffsetsByTimestamp": _BOTH,
+    "endingOffsetsByTimestamp": _BOTH,
+    "startingTimestamp": _BOTH,
+    "endingTimestamp": _BOTH,
+    "startingOffsetsByTimestampStrategy": _BOTH,
+    "failOnDataLoss": _BOTH,
+    "minPartitions": ("batch",),
+    "maxRecordsPerPartition": ("batch",),
+    "kafkaConsumer.pollTimeoutMs": ("batch",),
+}
+# Trigger options: a batch read accepts and ignores them with a warning, as Spark does.
+_IGNORED_IN_BATCH = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
+_READ_NAME = {"batch": "Kafka batch", "stream": "direct stream"}
+_EXAMPLE = {"batch": '{"subscribe": "events"}', "stream": '{"startingOffsets": "earliest"}'}
+_TIMESTAMP = "a timestamp in milliseconds since the epoch"
+
+
+def options_of(mode: str) -> tuple[str, ...]:
+    """The option names read ``mode`` (``"batch"`` or ``"stream"``) takes, in table order."""
+    return tuple(name for name, modes in OPTIONS.items() if mode in modes)
+
+
+def _example(name: str) -> str:
+    if "ByTimestamp" in name:
+        return '{"events":{"0":1700000000000}}'
+    if name.endswith("Timestamp"):
+        return "1700000000000"
+    return {"failOnDataLoss": "false", "startingOffsetsByTimestampStrategy": "latest",
+            "kafkaConsumer.pollTimeoutMs": "512"}.get(name, '{"events":{"0":23,"1":-2}}')
+
+
+def _text(name: str, value: Any) -> str:
+    """A stream's option value as Spark's ``DataStreamReader.option`` stores it: a string."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int)):
+        return str(value)
+    raise ConfigurationError(
+        f"option {name} must be a string (as DataStreamReader.option takes), got "
+        f"{type(value).__name__} {value!r:.60}; e.g. {{'{name}': '{_example(name)}'}}")
+
+
+def _bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ConfigurationError(f"option {name} must be 'true' or 'false', got {value!r}")
+
+
+def _whole(name: str, value: Any, what: str = _TIMESTAMP) -> int:
+    """Read a whole number >= 0 that fits a Java long; ``what`` says what it counts."""
+    text = str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
+    # ASCII digits only: str.isdigit() also takes superscripts, which int() refuses.
+    if not re.fullmatch(r"[0-9]+", text):
+        raise ConfigurationError(
+            f"option {name} must be {what} (a whole number >= 0), got {value!r}; "
+            f"e.g. {{'{name}': '{_example(name)}'}}")
+    if int(text) > INT64_MAX:
+        raise ConfigurationError(
+            f"option {name} is out of range: {what} is 0 to {INT64_MAX} (2**63 - 1), got "
+            f"{text}; e.g. {{'{name}': '{_example(name)}'}}")
+    return int(text)
+
+
+def _json_text(name: str, value: Any) -> str:
+    """A JSON option as text: a batch read also takes a dict (topic names or partitions as keys)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        if all(isinstance(k, str) for k in value):
+            return json.dumps(value)
+        return partition_offsets_to_json({as_topic_partition(k): v for k, v in value.items()})
+    raise ConfigurationError(
+        f"option {name} must be JSON text or a dict, got {type(value).__name__}; "
+        f"e.g. {{'{name}': '{_example(name)}'}}")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side (start or end) of a read: the option that set it, and its parsed value."""
+
+    option: str | None = None
+    kind: str | None = None  # "earliest" | "latest" | "offsets" | "timestamps" | "timestamp"
+    offsets: Mapping[TopicPartition, int] | None = None
+    timestamp: int | None = None
+
+    def topics(self) -> set[str]:
+        """The topics the side's JSON names."""
+        return {tp.topic for tp in self.offsets or {}}
+
+    def resolve(self, tps: Sequence[TopicPartition], earliest: Mapping[TopicPartition, int],
+                latest: Mapping[TopicPartition, int],
+                for_times: Callable[[Mapping[TopicPartition, int]], Mapping[TopicPartition, int | None]],
+                no_match: str) -> dict[TopicPartition, int]:
+        """The offsets this side gives those of ``tps`` it covers (others are left out).
+
+        ``for_times`` looks timestamps up (``KafkaOffsetReader.for_times``); ``no_match`` is
+        what a timestamp without a record that late gives: ``"latest"`` or ``"error"``.
+
+        Raises
+        ------
+        ConfigurationError
+            A timestamp without a record that late while ``no_match`` is ``"error"``.
+        """
+        if self.kind == "earliest":
+            return {tp: earliest[tp] for tp in tps}
+        if self.kind == "latest":
+            return {tp: latest[tp] for tp in tps}
+        if self.kind == "offsets":
+            given = self.offsets or {}
+            return {tp: earliest[tp] if given[tp] == EARLIEST else latest[tp]
+                    if given[tp] == LATEST else given[tp] for tp in tps if tp in given}
+        if self.kind is None:
+            return {}
+        stamps = (dict.fromkeys(tps, self.timestamp or 0) if self.kind == "timestamp"
+                  else {tp: ts for tp, ts in (self.offsets or {}).items() if tp in tps})
+        found = for_times(stamps) if stamps else {}
+        result: dict[TopicPartition, int] = {}
+        for tp, ts in stamps.items():
+            hit = found.get(tp)
+            if hit is None and no_match == "error":
+                raise ConfigurationError(
+                    f"option {self.option}: no record of {tp.topic}-{tp.partition} has a timestamp "
+                    f"at or after {ts}; set startingOffsetsByTimestampStrategy=latest to start such "
+                    "partitions at their latest offset")
+            result[tp] = latest[tp] if hit is None else hit
+        return result
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """Parsed source options of one read; a subclass per read sets :attr:`mode`.
+
+    ``start`` and ``end`` are the two sides; ``no_match`` is
+    ``startingOffsetsByTimestampStrategy`` (``error`` or ``latest``); ``given`` holds every
+    option under its canonical name (a batch read's values as given, a stream's as strings).
+    """
+
+    #: ``"batch"`` or ``"stream"``: which options the read takes, and how.
+    mode: ClassVar[str]
+
+    start: Side = Side()
+    end: Side = Side()
+    no_match: str = "error"
+    fail_on_data_loss: bool = True
+    poll_timeout_ms: int | None = None
+    given: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any] | None, failOnDataLoss: bool | None = None, *,
+              more: Mapping[str, Any] | None = None) -> Self:
+        """Check and parse ``options`` (and ``more``, keyword arguments that win over them).
+
+        ``failOnDataLoss`` is a keyword argument of the read, if given: the option must agree.
+
+        Raises
+        ------
+        ConfigurationError
+            Naming the option and the fix: options that are not a dict, an unknown option
+            (with the closest names), one given twice, a bad value, malformed JSON
+            (:class:`~dstream_kafka.errors.OffsetsJsonError`), or for a stream two options
+            that set the same side.
+        """
+        if options is not None and not isinstance(options, Mapping):
+            raise ConfigurationError(
+                f"options must be a dict of option name to value, got {type(options).__name__}; "
+                f"e.g. {_EXAMPLE[cls.mode]}")
+        known = options_of(cls.mode)
+        names = {n.lower(): n for n in known + (_IGNORED_IN_BATCH if cls.mode == "batch" else ())}
+        opts: dict[str, Any] = {}
+        for key, value in {**(options or {}), **(more or {})}.items():
+            if not isinstance(key, str):
+                raise ConfigurationError(
+                    f"option names must be strings, got {key!r}; e.g. {_EXAMPLE[cls.mode]}")
+            name = names.get(key.lower())
+            if name is None:
+                close = difflib.get_close_matches(key, known, n=2)
+                hint = (f"did you mean {' or '.join(close)}?" if close
+                        else f"known options: {', '.join(known)}")
+                raise ConfigurationError(f"unknown {_READ_NAME[cls.mode]} option {key!r}; {hint}")
+            if name in opts:
+                raise ConfigurationError(
+                    f"option {name} is given twice (option names are case-insensitive)")
+            if name in _IGNORED_IN_BATCH:
+                log.warning("%s is ignored in batch reads", name)
+            elif cls.mode == "stream":
+                opts[name] = _text(name, value)
+            elif value is not None:
+                opts[name] = value
+        no_match = str(opts.get("startingOffsetsByTimestampStrategy", "error")).strip().lower()
+        if no_match not in ("error", "latest"):
+            raise ConfigurationError(
+                "option startingOffsetsByTimestampStrategy must be 'error' or 'latest', got "
+                f"{opts['startingOffsetsByTimestampStrategy']!r}")
+        fail = True if failOnDataLoss is None else bool(failOnDataLoss)
+        if "failOnDataLoss" in opts:
+            fail = _bool("failOnDataLoss", opts["failOnDataLoss"])
+            if failOnDataLoss is not None and bool(failOnDataLoss) != fail:
+                raise ConfigurationError(
+                    f"failOnDataLoss={failOnDataLoss!r} and option failOnDataLoss="
+                    f"{opts['failOnDataLoss']!r} disagree; give it once")
+        poll = opts.get("kafkaConsumer.pollTimeoutMs")
+        return cls(cls._side(opts, "starting"), cls._side(opts, "ending"), no_match, fail,
+                   None if poll is None else _whole("kafkaConsumer.pollTimeoutMs", poll,
+                                                    "a time in milliseconds"), opts)
+
+    @classmethod
+    def _side(cls, opts: Mapping[str, Any], prefix: str) -> Side:
+        names = [n for n in (f"{prefix}Timestamp", f"{prefix}OffsetsByTimestamp", f"{prefix}Offsets")
+                 if n in opts]
+        if len(names) > 1 and cls.mode == "stream":
+            raise ConfigurationError(
+                f"options {' and '.join(reversed(names))} are both given, but they set the same "
+                f"{'start' if prefix == 'starting' else 'end'}; keep one of them")
+        if not names:  # a batch read defaults to all there is; a stream to its offset store
+            word = "earliest" if prefix == "starting" else "latest"
+            return Side(kind=word) if cls.mode == "batch" else Side()
+        name = names[0]  # a batch read's precedence: the timestamp, then by-timestamp JSON
+        value = opts[name]
+        if name.endswith("ByTimestamp"):
+            return Side(name, "timestamps", partition_offsets_from_json(
+                _json_text(name, value), field=f"option {name}", allowed_sentinels=()))
+        if name.endswith("Timestamp"):
+            return Side(name, "timestamp", timestamp=_whole(name, value))
+        word = value.strip().lower() if isinstance(value, str) else ""
+        if word == "earliest" and prefix == "ending":
+            raise ConfigurationError(
+                "option endingOffsets can't be 'earliest' (nothing would be read); "
+                "use 'latest' or JSON offsets such as {\"events\":{\"0\":100}}")
+        if word == "latest" and prefix == "starting" and cls.mode == "batch":
+            raise ConfigurationError("starting offset can't be latest for batch queries on Kafka")
+        if word in ("earliest", "latest"):
+            return Side(name, word)
+        offsets = partition_offsets_from_json(
+            _json_text(name, value), field=f"option {name}",
+            allowed_sentinels=(EARLIEST, LATEST) if prefix == "starting" else (LATEST,))
+        for tp, offset in offsets.items():
+            if offset == LATEST and prefix == "starting" and cls.mode == "batch":
+                raise ConfigurationError(
+                    f"{name} for {tp.topic}-{tp.partition} can't be latest for batch queries on Kafka")
+        return Side(name, "offsets", offsets)
