@@ -22,7 +22,7 @@ __all__ = ["LOOKUP_TIMEOUT_MS", "REACHABLE_TIMEOUT_S", "REFRESH_LEADER_BACKOFF_M
            "MAX_SLICE_MS",
            "PartitionsGone", "any_reachable", "describe_parts", "latest_offsets"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 #: Pause between tries of the latest-offset look-up (Kafka 0-8's ``refresh.leader.backoff.ms``
 #: default, which Spark's 0-8 stream sleeps between its ``spark.streaming.kafka.maxRetries``);
@@ -98,7 +98,7 @@ def latest_offsets(consumer: Any, parts: Sequence[TopicPartition], retries: int,
                     "spark.streaming.kafka.retryBackoff and spark.streaming.kafka.lookupTimeout"
                 ) from exc
             tries_left -= 1
-            logger.error("Latest offsets look-up failed (%s); trying again in %d ms", exc,
+            log.error("Latest offsets look-up failed (%s); trying again in %d ms", exc,
                          backoff_ms)
             if stopping is None:
                 time.sleep(backoff_ms / 1000.0)

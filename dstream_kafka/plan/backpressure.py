@@ -29,7 +29,7 @@ __all__ = [
     "estimated_rate",
 ]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 #: The range of a Java ``long``.
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
@@ -240,7 +240,7 @@ class RateController:
                     self._rate_limit = double_to_long(float(new_rate))
                 self.publish(self.getLatestRate())
         except Exception:  # an estimator bug must not kill the update thread
-            logger.exception(
+            log.exception(
                 "Rate estimation failed for stream %s; keeping the previous rate", self.streamUID
             )
 

@@ -20,7 +20,7 @@ from dstream_kafka.offsets_json import partition_offsets_to_json
 
 __all__ = ["BoundedRun", "stop_when_all_done"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 
 class BoundedRun:
@@ -66,7 +66,7 @@ def stop_when_all_done(ssc: Any, name: str, run: BoundedRun) -> None:
     """Stop ``ssc`` gracefully if every input stream lets it (``finished``, default true)."""
     if not all(getattr(s, "finished", True) for s in ssc.graph.input_streams):
         return  # another bounded stream is still reading; it stops the context when done
-    logger.info("Bounded run of %s done: every offset up to %s is committed; stopping the "
+    log.info("Bounded run of %s done: every offset up to %s is committed; stopping the "
                 "StreamingContext", name, run.describe())
     # Not on the engine's thread that completed the batch: a graceful stop waits for it.
     threading.Thread(target=ssc.stop, name="dstream-bounded-stop",

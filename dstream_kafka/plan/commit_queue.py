@@ -22,7 +22,7 @@ from dstream_kafka.offsets import OffsetRange, TopicPartition
 
 __all__ = ["CommitCallback", "CommitQueue", "COMMIT_WAIT_ON_STOP_S"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 #: ``callback(offsets, error)``: offsets is {TopicPartition: untilOffset}; error is None on success.
 CommitCallback = Callable[[dict, "Exception | None"], None]
@@ -81,7 +81,7 @@ class CommitQueue:
             if isinstance(outcome, BaseException):
                 error = OffsetCommitError(
                     f"committing {highest} to group {self.group_id} failed: {outcome}")
-                logger.warning("%s", error)
+                log.warning("%s", error)
             self._finished.append((callback, dict(highest), error))
 
         try:
@@ -104,7 +104,7 @@ class CommitQueue:
         deadline = time.monotonic() + wait_s
         while wait_s and self.in_flight():
             if time.monotonic() >= deadline:
-                logger.warning("%d Kafka offset commit(s) to group %s still unanswered after "
+                log.warning("%d Kafka offset commit(s) to group %s still unanswered after "
                                "%.0f s; not waiting longer", self.in_flight(), self.group_id, wait_s)
                 break
             time.sleep(0.005)
@@ -114,4 +114,4 @@ class CommitQueue:
                 try:
                     callback(offsets, error)
                 except Exception:
-                    logger.exception("commitAsync callback %r failed", callback)
+                    log.exception("commitAsync callback %r failed", callback)

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = ["API_TIMEOUT_MS", "BatchProgress", "CommitCallback", "DirectKafkaInputDStream"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 class PlannedBatch(NamedTuple):
     """One engine batch as the stream planned it, kept until the batch completes or fails.
@@ -343,7 +343,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         after the batch was planned (failOnDataLoss=false). After the commit: a loss record
         moves a stored offset equal to its start, which would break the commit's continuity."""
         for lost in rdd.lostOffsetRanges() if rdd is not None else []:
-            logger.warning("Records [%d, %d) of %s-%d were deleted from Kafka after batch %d was "
+            log.warning("Records [%d, %d) of %s-%d were deleted from Kafka after batch %d was "
                            "planned and before executors read them; skipped (failOnDataLoss=false)",
                            lost.fromOffset, lost.untilOffset, lost.topic, lost.partition,
                            store_time)

@@ -21,7 +21,7 @@ from dstream_kafka.offsets import OffsetRange, TopicPartition
 
 __all__ = ["BatchProgress", "ProgressListener", "ProgressTracker"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 #: How many completed batches ``recentProgress`` keeps.
 RECENT_PROGRESS = 100
@@ -285,12 +285,12 @@ class ProgressTracker:
 
         An output or listener that raises is logged and stops neither the others nor the stream.
         """
-        logger.info("%s", progress.summary())
+        log.info("%s", progress.summary())
         for listener in [*self._outputs, *self._listeners]:
             try:
                 listener(progress)
             except Exception:  # a user's listener must not fail the batch
-                logger.exception("Progress listener %r failed", listener)
+                log.exception("Progress listener %r failed", listener)
 
 
 class JsonLinesWriter:

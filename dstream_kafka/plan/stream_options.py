@@ -38,7 +38,7 @@ from dstream_kafka.plan.source_options import SourceOptions, options_of
 
 __all__ = ["STREAM_OPTIONS", "StartOptions"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 #: The options ``createDirectStream`` understands (Structured Streaming's names).
 STREAM_OPTIONS = options_of("stream")
@@ -164,11 +164,11 @@ class StartOptions(SourceOptions):
         ends.update(self.end.resolve(tps, earliest, latest, reader.for_times, "latest"))
         for tp in tps:
             if ends[tp] < current[tp]:
-                logger.warning("%s ends partition %s-%s at %d, before its start %d: it reads "
+                log.warning("%s ends partition %s-%s at %d, before its start %d: it reads "
                                "nothing", self.end.option, tp.topic, tp.partition, ends[tp],
                                current[tp])
         result = {tp: max(ends[tp], current[tp]) for tp in tps}
-        logger.info("Bounded run (%s): reading up to %s, then stopping", self.end.option,
+        log.info("Bounded run (%s): reading up to %s, then stopping", self.end.option,
                     partition_offsets_to_json(result))
         return result
 

@@ -71,7 +71,7 @@ from dstream_kafka.stores.records import (
 
 __all__ = ["CheckpointOffsetStore", "FORMAT_VERSION"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 _FIRST = "start"
 
@@ -330,9 +330,9 @@ class CheckpointOffsetStore(OffsetStore):
             if (planned is not None and merge_ranges(planned.ranges) == merged
                     and self._read_commit(t) is None):
                 self._fs.delete(self._file("offsets", t))
-                logger.info("Removed %s: its batch was refused at commit", self._file("offsets", t))
+                log.info("Removed %s: its batch was refused at commit", self._file("offsets", t))
         except Exception as exc:  # the refusal is what the caller must see; pending() skips it anyway
-            logger.warning("Could not remove the refused batch's plan %s: %s", self._file("offsets", t), exc)
+            log.warning("Could not remove the refused batch's plan %s: %s", self._file("offsets", t), exc)
 
     def _discard_plans_after(self, t: int) -> None:
         for later in self._times("offsets"):
@@ -365,7 +365,7 @@ class CheckpointOffsetStore(OffsetStore):
                 # Not the batch a crashed driver left: its ranges could never be committed
                 # (e.g. a second driver's plan, refused at its commit). Re-running it would
                 # output records twice and then fail on every restart.
-                logger.warning("Ignoring planned batch %s in %s: it does not continue the stored "
+                log.warning("Ignoring planned batch %s in %s: it does not continue the stored "
                                "offsets (%s), so no driver can commit it; it is not re-run",
                                t, self._file("offsets", t), "; ".join(broken))
             return None
@@ -457,7 +457,7 @@ class CheckpointOffsetStore(OffsetStore):
                 if planned <= floor:
                     self._fs.delete(self._file("offsets", planned))
         except Exception as exc:  # retention is housekeeping: never fail the commit for it
-            logger.warning("Pruning old checkpoint files in %s failed: %s", self.path, exc)
+            log.warning("Pruning old checkpoint files in %s failed: %s", self.path, exc)
         self._committed_times = self._committed_times[-self.keep_batches:]
 
     def _history(self, group_id: str, limit: int) -> list[CommitRecord]:

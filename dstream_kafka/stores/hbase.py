@@ -85,7 +85,7 @@ from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudi
 
 __all__ = ["LAYOUT_VERSION", "HBaseOffsetStore", "result_row_key"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 _DAY = 24 * 3600
 
@@ -305,7 +305,7 @@ class HBaseOffsetStore(OffsetStore):
             except Exception as exc:
                 self._derived_ok.discard(group_id)
                 self._drop()
-                logger.warning("HBase %s: batch %s of group %r is committed but its offsets rows were not "
+                log.warning("HBase %s: batch %s of group %r is committed but its offsets rows were not "
                                "written (%s: %s); the next commit writes them", self.address, t, group_id,
                                type(exc).__name__, exc)
         return True

@@ -38,7 +38,7 @@ from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudi
 
 __all__ = ["GroupCommitter", "KafkaGroupOffsetStore", "kafka_client_config"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 DATA_LOSS_TOPIC = "_dstream_kafka_data_loss"
 

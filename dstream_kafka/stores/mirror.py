@@ -36,7 +36,7 @@ from dstream_kafka.stores.kafka_group import GroupCommitter
 __all__ = ["MIRROR_METADATA", "KafkaGroupMirror", "MirrorTarget", "check_group_not_moved", "copy_reset_to_group",
            "mirror_to"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 #: Kafka params with ``bootstrap.servers`` (optionally ``group.id``), or ``fn(group_id, offsets)``.
 MirrorTarget: TypeAlias = Mapping[str, Any] | Callable[[str, dict[TopicPartition, int]], Any]
@@ -131,7 +131,7 @@ class KafkaGroupMirror:
             quiet = now - self._last_warning < 60.0
             if not quiet:
                 self._last_warning = now
-            logger.log(logging.DEBUG if quiet else logging.WARNING,
+            log.log(logging.DEBUG if quiet else logging.WARNING,
                        "Mirroring committed offsets to Kafka group %r failed (monitoring only, the batch "
                        "is committed): %s: %s", group, type(exc).__name__, exc)
 
@@ -187,7 +187,7 @@ def copy_reset_to_group(store: Any, group: str, offsets: Mapping[TopicPartition,
     try:
         committer.commit(group, {tp: OffsetAndMetadata(o, MIRROR_METADATA, -1) for tp, o in offsets.items()}, ms)
     except Exception as exc:  # the store is reset; only the lag copy is behind
-        logger.warning("The reset is written, but copying it to Kafka group %r failed (%s: %s); lag tools show "
+        log.warning("The reset is written, but copying it to Kafka group %r failed (%s: %s); lag tools show "
                        "the old offsets until the stream's next batch", group, type(exc).__name__, exc)
     finally:
         committer.close()

@@ -73,7 +73,7 @@ from dstream_kafka.stores.sql_dialects import (
 
 __all__ = ["PostgresOffsetStore", "SqlOffsetStore", "SqliteOffsetStore"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 #: How long close() waits for a store call in progress before it cancels the call's connection.
 CLOSE_WAIT_S = 1.0
@@ -439,7 +439,7 @@ class SqlOffsetStore(TransactionalOffsetStore):
         # store object) must not wait for it.
         self._lock = threading.RLock()
         if conn is not None:
-            logger.warning("%r closed while a transaction was still open (a batch abandoned by the stop "
+            log.warning("%r closed while a transaction was still open (a batch abandoned by the stop "
                            "of its stream): it is rolled back and its offsets are not committed", self)
             # psycopg2 cancels the running statement; sqlite3 interrupts it (both thread-safe).
             cancel = getattr(conn, "cancel", None) or getattr(conn, "interrupt", None)

@@ -41,7 +41,7 @@ __all__ = ["LAYOUT_VERSION", "ZooKeeperOffsetStore"]
 #: The znode layout this version writes; a group of a newer layout is refused.
 LAYOUT_VERSION = 1
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 
 def _kazoo() -> Any:

@@ -36,7 +36,7 @@ _prom_core: Any = None if _prom is None else importlib.import_module("prometheus
 __all__ = ["REGISTRY", "StreamMetrics", "serving_port", "ensure_server", "count_data_loss",
            "data_loss_events", "executor_cache_counters", "exposition"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 #: Histogram buckets in seconds: from 5 ms to 5 minutes (batches can take minutes).
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
@@ -115,9 +115,9 @@ def ensure_server(port: int) -> int:
             server, _thread = _prom.start_http_server(port, addr="127.0.0.1", registry=REGISTRY)
             _server = server
             _port = int(server.server_port)
-            logger.info("Prometheus metrics on http://127.0.0.1:%d/metrics", _port)
+            log.info("Prometheus metrics on http://127.0.0.1:%d/metrics", _port)
         elif port not in (0, _port):
-            logger.warning("Prometheus metrics already served on port %d, not %d", _port, port)
+            log.warning("Prometheus metrics already served on port %d, not %d", _port, port)
         assert _port is not None
         return _port
 
