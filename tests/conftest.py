@@ -8,13 +8,22 @@ see each other's data.
 from __future__ import annotations
 
 import re
+import sys
 import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from dstream_kafka.spark_settings import prepare_environment
+# The test services live in tests/support and are imported as tests.support. .ci/compat runs the
+# tests from outside the checkout against the installed wheel: the repository root then goes on
+# sys.path last, so that tests.support imports while dstream_kafka still comes from the wheel.
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:
+    sys.path.append(_ROOT)
+
+from dstream_kafka.spark_settings import prepare_environment  # noqa: E402
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -31,7 +40,6 @@ prepare_environment()
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Stop at once when the package under test is not the installed one .ci/compat asks for."""
     import os
-    from pathlib import Path
 
     import dstream_kafka
 
