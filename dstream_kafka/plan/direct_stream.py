@@ -44,7 +44,8 @@ from dstream_kafka.plan.rate import (
     clamp,
     max_offsets_per_trigger_limit,
 )
-from dstream_kafka.plan.positions import API_TIMEOUT_MS, PartitionPositions
+from dstream_kafka.plan.positions import PartitionPositions
+from dstream_kafka.plan.start_positions import API_TIMEOUT_MS
 from dstream_kafka.plan.stream_options import StartOptions
 from dstream_kafka.stores.base import check_offset_store
 from dstream_kafka.streaming.input import InputDStream
