@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping, Pattern, Sequence
 
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError, UnknownTopicPartitionError
-from dstream_kafka.client.kafka_params import ClientConfigs, bootstrap_errors, stream_driver_config
+from dstream_kafka.client.configs import ClientConfigs, bootstrap_errors, stream_driver_config
 from dstream_kafka.offsets import TopicPartition, as_topic_partition
 from dstream_kafka.plan.driver_consumer import (
     PauseOnAssign,

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from dstream_kafka.plan.consumer_strategy import ConsumerStrategy
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError, DataLossError
-from dstream_kafka.client.kafka_params import API_TIMEOUT_KEY, DEFAULT_API_TIMEOUT_MS, ClientConfigs
+from dstream_kafka.client.configs import ClientConfigs
+from dstream_kafka.client.kafka_params import API_TIMEOUT_KEY, DEFAULT_API_TIMEOUT_MS
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 
 if TYPE_CHECKING:
