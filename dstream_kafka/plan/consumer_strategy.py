@@ -8,15 +8,13 @@ so the driver never fetches records; executors read the data.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import logging
 import re
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, Iterable, Iterator, Mapping, Pattern, Sequence
+from typing import Any, Mapping, Pattern, Sequence
 
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError, UnknownTopicPartitionError
 from dstream_kafka.client.configs import ClientConfigs, bootstrap_errors, stream_driver_config
