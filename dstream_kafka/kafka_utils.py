@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dstream_kafka.errors import ConfigurationError, DataLossError, InvalidOffsetRangeError
-from dstream_kafka.client.kafka_params import ClientConfigs, bootstrap_errors
+from dstream_kafka.client.configs import ClientConfigs, bootstrap_errors
 from dstream_kafka._spark_internals import (
     is_active_context,
     worker_python,

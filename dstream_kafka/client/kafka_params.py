@@ -3,28 +3,23 @@
 Users pass ``kafkaParams`` as they would to Spark (``{"bootstrap.servers": ...,
 "group.id": ..., "key.deserializer": "org.apache.kafka...StringDeserializer"}``) or with
 kafka-python's keyword names (``bootstrap_servers``); both are accepted, also mixed.
-:func:`consumer_config` turns them into keyword arguments for ``kafka.KafkaConsumer``, and
-:func:`fix_kafka_params` applies Spark's ``KafkaUtils.fixKafkaParams`` for executors in one
-logged place. Every other Kafka client this package opens gets its settings here too:
-the stream's driver consumer (:func:`stream_driver_config`), the offset look-up consumer
-(:func:`driver_consumer_config`) and the Kafka group store's clients
-(:func:`store_client_config`). Secret values (passwords, tokens, JAAS configs) never reach a
-log line or an exception text: everything that prints parameters goes through :func:`redact`.
+:func:`consumer_config` turns them into keyword arguments for ``kafka.KafkaConsumer``,
+checking every name, type and choice, and :func:`fix_kafka_params` applies Spark's
+``KafkaUtils.fixKafkaParams`` for executors in one logged place. What each Kafka client
+this package opens is given is built from this translation in
+:mod:`dstream_kafka.client.configs`. Secret values (passwords, tokens, JAAS configs) never
+reach a log line or an exception text: everything that prints parameters goes through
+:func:`redact`.
 """
-
 from __future__ import annotations
 
 import difflib
-import hashlib
 import logging
 import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from dstream_kafka.client.deserializers import DESERIALIZER_CLASSES as DESERIALIZER_CLASSES
-from dstream_kafka.client.deserializers import qualified_name
 from dstream_kafka.client.deserializers import utf8_decoder as utf8_decoder
 from dstream_kafka.client.deserializers import validate_deserializer as validate_deserializer
 from dstream_kafka.errors import ConfigurationError
@@ -35,29 +30,24 @@ from dstream_kafka.client.param_checks import check_bootstrap_servers as check_b
 from dstream_kafka.client.param_checks import is_secret_key as is_secret_key
 from dstream_kafka.client.param_checks import redact as redact
 from dstream_kafka.client.param_checks import show_value as show_value
-from dstream_kafka.client.security import SECURITY_KEYS, check_credentials, security_config
+from dstream_kafka.client.security import SECURITY_KEYS, security_config
 
 __all__ = [
     "API_TIMEOUT_KEY",
-    "ClientConfigs",
     "DEFAULT_API_TIMEOUT_MS",
     "DESERIALIZER_CLASSES",
     "EXECUTOR_GROUP_PREFIX",
     "JAVA_RECONNECT_BACKOFF_MAX_MS",
     "REDACTED",
-    "bootstrap_errors",
     "bootstrap_failure",
     "check_bootstrap_servers",
     "consumer_config",
-    "driver_consumer_config",
+    "executor_fixes",
     "executor_group_id",
     "fix_kafka_params",
     "is_secret_key",
-    "params_fingerprint",
     "redact",
     "show_value",
-    "store_client_config",
-    "stream_driver_config",
     "utf8_decoder",
     "validate_deserializer",
 ]
@@ -122,23 +112,6 @@ _CHOICES: Mapping[str, tuple[str, ...]] = {
     "isolation_level": ("read_uncommitted", "read_committed"),
     "security_protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
 }
-
-
-@contextmanager
-def bootstrap_errors(kafkaParams: Mapping[str, Any] | ClientConfigs) -> Iterator[None]:
-    """Turn a client's failure to reach its bootstrap servers into :func:`bootstrap_failure`'s
-    error; any other exception passes unchanged. SASL credentials the brokers refuse raise
-    :class:`~dstream_kafka.errors.KafkaAuthenticationError` on entry
-    (:func:`~dstream_kafka.client.security.check_credentials`)."""
-    config = driver_consumer_config(kafkaParams)
-    check_credentials(config)
-    try:
-        yield
-    except Exception as exc:
-        error = bootstrap_failure(config, exc)
-        if error is None:
-            raise
-        raise error from None
 
 
 def _consumer_defaults() -> Mapping[str, Any]:
@@ -296,10 +269,11 @@ def fix_kafka_params(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
     ConfigurationError
         As :func:`consumer_config`.
     """
-    return _executor_fixes(consumer_config(kafkaParams))
+    return executor_fixes(consumer_config(kafkaParams))
 
 
-def _executor_fixes(params: dict[str, Any]) -> dict[str, Any]:
+def executor_fixes(params: dict[str, Any]) -> dict[str, Any]:
+    """Apply :func:`fix_kafka_params`' executor fixes to translated ``params``, in place; return them."""
     if params.get("enable_auto_commit", False) is not False:
         log.warning(
             "overriding enable.auto.commit to false for executor (was %s)",
@@ -335,160 +309,7 @@ def _executor_fixes(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-@dataclass(frozen=True)
-class ClientConfigs:
-    """What one ``kafkaParams`` mapping gives each Kafka client, translated once on the driver.
-
-    Build it with :meth:`of` where the user's parameters come in (``createRDD``, a consumer
-    strategy) and pass it on: the look-ups, the read settings and the backend check take it
-    as it is. Treat the mappings as read-only.
-
-    Attributes
-    ----------
-    executor : dict
-        The executor consumer's settings (:func:`fix_kafka_params`).
-    driver : dict
-        The group-less look-up consumer's settings (:func:`driver_consumer_config`).
-    librdkafka : dict or None
-        ``executor`` in librdkafka's names once the confluent-kafka backend is selected
-        (:func:`~dstream_kafka.read.backends.check_backend` fills it in); None before.
-    fingerprint : str
-        :func:`params_fingerprint` of ``executor``: a cached executor consumer built from
-        other settings is replaced.
-    """
-
-    executor: dict[str, Any]
-    driver: dict[str, Any]
-    librdkafka: dict[str, Any] | None
-    fingerprint: str
-
-    @classmethod
-    def of(cls, kafkaParams: Mapping[str, Any] | ClientConfigs) -> ClientConfigs:
-        """Translate ``kafkaParams`` once (given ClientConfigs, return them).
-
-        Raises
-        ------
-        ConfigurationError
-            As :func:`consumer_config`.
-        """
-        if isinstance(kafkaParams, ClientConfigs):
-            return kafkaParams
-        config = consumer_config(kafkaParams)
-        executor = _executor_fixes(dict(config))
-        return cls(executor, _lookup_only(config), None, params_fingerprint(executor))
-
-
-def driver_consumer_config(kafkaParams: Mapping[str, Any] | ClientConfigs) -> dict[str, Any]:
-    """Return settings for a short-lived driver consumer that only looks up offsets.
-
-    The user's parameters are kept (so ``isolation.level`` decides whether "latest" is the
-    high watermark or the last stable offset), but the consumer joins no group, commits
-    nothing, creates no topics and decodes nothing. Given :class:`ClientConfigs`, their
-    ``driver`` settings (translated already).
-    """
-    if isinstance(kafkaParams, ClientConfigs):
-        return dict(kafkaParams.driver)
-    return _lookup_only(consumer_config(kafkaParams))
-
-
-def _lookup_only(params: dict[str, Any]) -> dict[str, Any]:
-    for key in ("key_deserializer", "value_deserializer", "group_instance_id"):
-        params.pop(key, None)
-    params.update(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False)
-    return params
-
-
 #: Kafka's setting for how long a client call that needs the group coordinator may wait.
 API_TIMEOUT_KEY = "default.api.timeout.ms"
 #: Its Kafka default (kafka-python has none: without a bound it waits for ever).
 DEFAULT_API_TIMEOUT_MS = 60_000
-
-
-def stream_driver_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
-    """Return settings for a stream's driver consumer: the user's params, in its group.
-
-    The driver never reads records (its partitions are paused), so deserializers are dropped;
-    offsets are committed only explicitly (``commitAsync`` or an offset store), so auto commit
-    is off.
-    """
-    config = consumer_config(kafkaParams)
-    if config.get("enable_auto_commit"):
-        log.warning("enable.auto.commit=true is ignored by the driver: offsets are committed "
-                    "after each batch's output (commitAsync or an offset store)")
-    for key in ("key_deserializer", "value_deserializer"):
-        config.pop(key, None)
-    config["enable_auto_commit"] = False
-    return config
-
-
-def store_client_config(kafkaParams: Mapping[str, Any], client: str = "consumer", *,
-                        defaults: Mapping[str, Any] | None = None,
-                        required: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Return settings for the Kafka group offset store's ``client``: consumer, producer or admin.
-
-    The translation is :func:`consumer_config`'s (JAAS configs, typed values, unknown names
-    refused). (De)serializers are dropped (the store handles bytes), and so are the settings
-    the kafka-python ``client`` does not take; ``bootstrap.servers`` is required.
-
-    Parameters
-    ----------
-    kafkaParams : Mapping
-        The user's Kafka params (Java names).
-    client : str
-        ``"consumer"``, ``"producer"`` or ``"admin"``.
-    defaults : Mapping, optional
-        kafka-python settings the store uses unless the user's params set them
-        (``client_id``, ``request_timeout_ms``).
-    required : Mapping, optional
-        kafka-python settings the store depends on (``acks``, ``group_id``); they replace the
-        user's. Every setting of a store client comes from this one mapping, so a user
-        parameter never collides with a store keyword.
-
-    Raises
-    ------
-    ConfigurationError
-        For params that are not a mapping, lack ``bootstrap.servers``, or that
-        :func:`consumer_config` refuses.
-    """
-    import kafka
-
-    if not isinstance(kafkaParams, Mapping):
-        raise ConfigurationError(
-            "Kafka params must be a dict such as {'bootstrap.servers': 'host:9092', 'group.id': 'g'}, "
-            f"got {type(kafkaParams).__name__}")
-    known = {"consumer": kafka.KafkaConsumer, "producer": kafka.KafkaProducer,
-             "admin": kafka.KafkaAdminClient}[client].DEFAULT_CONFIG
-    config = {name: value for name, value in consumer_config(kafkaParams).items()
-              if name in known and not name.endswith(("_deserializer", "_serializer"))}
-    if not config.get("bootstrap_servers"):
-        raise ConfigurationError("Kafka params need 'bootstrap.servers', e.g. {'bootstrap.servers': '127.0.0.1:9092'}")
-    return {**(defaults or {}), **config, **(required or {})}
-
-
-def _callable_identity(value: Any) -> str:
-    name = qualified_name(value)
-    code = getattr(value, "__code__", None)
-    if code is not None:
-        # Two lambdas share a qualname; their bytecode and plain constants tell them apart.
-        consts = tuple(
-            c for c in code.co_consts if isinstance(c, (str, bytes, int, float, type(None)))
-        )
-        digest = hashlib.sha1(repr((code.co_code, code.co_names, consts)).encode()).hexdigest()
-        name += f"#{digest[:16]}"
-    return name
-
-
-def params_fingerprint(params: Mapping[str, Any]) -> str:
-    """Return a SHA-256 hex digest identifying ``params``.
-
-    Executors compare it with the cached consumer's, so a consumer built for other settings
-    (another broker list, isolation level, credentials or deserializer) is replaced, not
-    reused. A digest, so that printing it reveals no secret.
-    """
-    parts = []
-    for key in sorted(params):
-        value = params[key]
-        if callable(value) or hasattr(value, "deserialize"):
-            value = _callable_identity(value)
-        parts.append(f"{key}={value!r}")
-    return hashlib.sha256("\n".join(parts).encode("utf-8", "backslashreplace")).hexdigest()

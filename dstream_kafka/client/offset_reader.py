@@ -18,7 +18,7 @@ from typing import Any
 
 from dstream_kafka._kafka_internals import leader_host
 from dstream_kafka.errors import ConfigurationError, DStreamKafkaError, UnknownTopicPartitionError
-from dstream_kafka.client.kafka_params import ClientConfigs, driver_consumer_config, params_fingerprint
+from dstream_kafka.client.configs import ClientConfigs, driver_consumer_config, params_fingerprint
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.client.param_checks import bootstrap_failure
 
@@ -35,7 +35,7 @@ class KafkaOffsetReader:
     kafkaParams : mapping or ClientConfigs
         The user's parameters, used unchanged except that the consumer joins no group, so
         ``isolation.level`` decides whether "latest" is the high watermark or the last
-        stable offset; or their :class:`~dstream_kafka.client.kafka_params.ClientConfigs`
+        stable offset; or their :class:`~dstream_kafka.client.configs.ClientConfigs`
         (``driver``).
     consumer : kafka.KafkaConsumer, optional
         Ask through this consumer instead (a stream's driver consumer); its owner closes it.

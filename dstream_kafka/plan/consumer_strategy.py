@@ -8,66 +8,31 @@ so the driver never fetches records; executors read the data.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import logging
 import re
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, Iterable, Iterator, Mapping, Pattern, Sequence
-
-from kafka import ConsumerRebalanceListener
+from typing import Any, Mapping, Pattern, Sequence
 
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError, UnknownTopicPartitionError
-from dstream_kafka.client.kafka_params import ClientConfigs, bootstrap_errors, stream_driver_config
+from dstream_kafka.client.configs import ClientConfigs, bootstrap_errors, stream_driver_config
 from dstream_kafka.offsets import TopicPartition, as_topic_partition
+from dstream_kafka.plan.driver_consumer import (
+    PauseOnAssign,
+    assignment_wait_s,
+    forget_stranded_member,
+    seek_back,
+    stranded_session_ms,
+)
 
-__all__ = ["ConsumerStrategy", "ConsumerStrategies", "Subscribe", "SubscribePattern", "Assign",
-           "assignment_timeout", "discover_partitions"]
+__all__ = ["ConsumerStrategy", "ConsumerStrategies", "Subscribe", "SubscribePattern", "Assign"]
 
 logger = logging.getLogger(__name__)
 
-#: How long onStart waits for the group coordinator to hand out partitions, unless a stream
-#: sets its ``spark.streaming.kafka.assignmentTimeout`` through :func:`assignment_timeout`.
-ASSIGNMENT_TIMEOUT_S = 60.0
-
 #: Longest wait of closing a driver consumer whose start failed (its LeaveGroup request).
 CLOSE_TIMEOUT_MS = 5_000
-
-# A context variable, not an onStart argument: onStart's signature is public (user strategies
-# override it) and stays Spark's.
-_assignment_timeout_s: contextvars.ContextVar[float] = contextvars.ContextVar(
-    "assignment_timeout_s", default=ASSIGNMENT_TIMEOUT_S)
-
-
-#: (bootstrap.servers, group.id) -> session.timeout.ms of a member of this process that could
-#: not leave the group (its stream closed while no broker was reachable).
-_stranded_members: dict[tuple[str, str], int] = {}
-
-
-def note_stranded_member(servers: str, group: str, session_timeout_ms: int) -> None:
-    """Remember that a consumer of ``group`` closed without reaching a broker: its LeaveGroup
-    was never sent, so the group keeps it until its session expires, counted from when the
-    coordinator is back, and a new member's join waits for that (the start then says so)."""
-    _stranded_members[(servers, group)] = session_timeout_ms
-
-
-@contextlib.contextmanager
-def assignment_timeout(seconds: float) -> Iterator[None]:
-    """Bound the partition-assignment wait of every ``onStart`` called inside the block.
-
-    Parameters
-    ----------
-    seconds : float
-        How long a subscribing strategy waits for its group to assign it partitions.
-    """
-    token = _assignment_timeout_s.set(float(seconds))
-    try:
-        yield
-    finally:
-        _assignment_timeout_s.reset(token)
 
 
 def _check_params(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
@@ -94,23 +59,6 @@ def _check_offsets(offsets: Mapping[Any, int] | None) -> dict[TopicPartition, in
             )
         result[tp] = int(value)
     return result
-
-
-class _PauseOnAssign(ConsumerRebalanceListener):
-    """Rebalance listener: pause new partitions at once, so the driver never fetches."""
-
-    def __init__(self, consumer: Any) -> None:
-        self.consumer = consumer
-
-    def on_partitions_revoked(self, revoked: Iterable[Any]) -> None:
-        # Revoked partitions are found by the stream itself, by comparing the assignment
-        # with the partitions it tracks.
-        pass
-
-    def on_partitions_assigned(self, assigned: Iterable[Any]) -> None:
-        assigned = list(assigned)
-        if assigned:
-            self.consumer.pause(*assigned)
 
 
 class ConsumerStrategy(ABC):
@@ -200,7 +148,7 @@ class _BaseStrategy(ConsumerStrategy):
     def starting_offsets(self) -> dict[TopicPartition, int]:
         return dict(self.offsets or {})
 
-    def _new_consumer(self) -> tuple[Any, _PauseOnAssign]:
+    def _new_consumer(self) -> tuple[Any, PauseOnAssign]:
         from kafka import KafkaConsumer
 
         config = stream_driver_config(self.kafkaParams)
@@ -208,7 +156,7 @@ class _BaseStrategy(ConsumerStrategy):
         # BrokerTimeoutError naming the servers (not kafka-python's "Unable to bootstrap").
         with bootstrap_errors(self.client_configs):
             consumer = KafkaConsumer(**config)
-        return consumer, _PauseOnAssign(consumer)
+        return consumer, PauseOnAssign(consumer)
 
     def _subscribed(self, currentOffsets: Mapping[TopicPartition, int], **subscription: Any) -> Any:
         """Return a consumer subscribed with ``subscription``, joined, positioned and paused.
@@ -242,7 +190,7 @@ class _BaseStrategy(ConsumerStrategy):
             When the topics exist but the group assigned nothing (other members hold every
             partition, or the coordinator did not answer).
         """
-        timeout_s = _assignment_timeout_s.get()
+        timeout_s = assignment_wait_s()
         group = self.kafkaParams.get("group.id") or self.kafkaParams.get("group_id")
         logger.info("Waiting up to %.0f s (spark.streaming.kafka.assignmentTimeout) for group %s "
                     "to assign partitions of %s", timeout_s, group, self.describe())
@@ -264,7 +212,7 @@ class _BaseStrategy(ConsumerStrategy):
                 # Not assigned within a second: say so once if the reason is a missing topic,
                 # or a member of an earlier stream that could not leave the group.
                 checked = True
-                stranded_ms = _stranded_members.get((str(self._servers()), str(group)))
+                stranded_ms = stranded_session_ms(str(self._servers()), str(group))
                 if stranded_ms is not None:
                     logger.warning(
                         "Group %s may still list the member of an earlier stream of this process that "
@@ -279,7 +227,7 @@ class _BaseStrategy(ConsumerStrategy):
                                    self.describe(), self._servers(), timeout_s)
             if time.monotonic() > deadline:
                 self._no_assignment(timeout_s, group)
-        _stranded_members.pop((str(self._servers()), str(group)), None)  # the group took us
+        forget_stranded_member(str(self._servers()), str(group))  # the group took us
 
     def _servers(self) -> Any:
         return self.kafkaParams.get("bootstrap.servers") or self.kafkaParams.get("bootstrap_servers")
@@ -331,35 +279,6 @@ class _BaseStrategy(ConsumerStrategy):
     def _needs_group(self, what: str, hint: str) -> None:
         if not self.kafkaParams.get("group.id") and not self.kafkaParams.get("group_id"):
             raise ConfigurationError(f"{what} needs kafkaParams['group.id'] (a consumer group){hint}")
-
-
-#: Longest wait of a batch's metadata refresh (partition discovery); on timeout the next
-#: batch tries again.
-DISCOVERY_TIMEOUT_MS = 2_000
-
-
-def discover_partitions(consumer: Any, timeout_ms: int = DISCOVERY_TIMEOUT_MS) -> None:
-    """Refresh a subscribed driver consumer's metadata now, so partitions added to its topics
-    and new topics matching its pattern join the assignment at this batch, not after
-    ``metadata.max.age.ms`` (Structured Streaming lists partitions at every trigger). The
-    group rejoin this asks for runs in the next poll. A refresh that fails or times out is
-    logged at DEBUG: discovery waits for the next batch, and an outage is for the
-    latest-offsets look-up to report."""
-    from kafka.errors import KafkaError
-
-    from dstream_kafka import _kafka_internals
-
-    try:
-        _kafka_internals.refresh_metadata(consumer, timeout_ms)
-    except KafkaError as exc:
-        logger.debug("Metadata refresh for partition discovery failed: %s", exc)
-
-
-def seek_back(consumer: Any, records: Mapping[Any, list[Any]]) -> None:
-    """Undo a poll that returned records: seek each partition to its smallest returned offset."""
-    for tp, recs in records.items():
-        if recs:
-            consumer.seek(tp, min(r.offset for r in recs))
 
 
 @dataclass(frozen=True)

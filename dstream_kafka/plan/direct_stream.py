@@ -30,7 +30,7 @@ from dstream_kafka.plan.bounded_run import BoundedRun, stop_when_all_done
 from dstream_kafka.plan.backpressure import RateController, create_rate_estimator, estimated_rate
 from dstream_kafka.plan.commit_queue import COMMIT_WAIT_ON_STOP_S, CommitCallback, CommitQueue
 from dstream_kafka.config import SparkConfReader
-from dstream_kafka.plan.consumer_strategy import ConsumerStrategy
+from dstream_kafka.plan.consumer_strategy import Assign, ConsumerStrategy
 from dstream_kafka.plan.driver_consumer import DriverConsumer
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.client.latest_offsets import PartitionsGone, any_reachable, latest_offsets
@@ -44,7 +44,8 @@ from dstream_kafka.plan.rate import (
     clamp,
     max_offsets_per_trigger_limit,
 )
-from dstream_kafka.plan.positions import API_TIMEOUT_MS, PartitionPositions
+from dstream_kafka.plan.positions import PartitionPositions
+from dstream_kafka.plan.start_positions import API_TIMEOUT_MS
 from dstream_kafka.plan.stream_options import StartOptions
 from dstream_kafka.stores.base import check_offset_store
 from dstream_kafka.streaming.input import InputDStream
@@ -178,7 +179,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._stopping = threading.Event()  # set when the context's stop begins
         self._member = DriverConsumer(consumerStrategy, self._group_id,
                                       conf.assignment_timeout_ms / 1000.0, self._stopping,
-                                      lambda: self.currentOffsets, lambda: self.offsetStore)
+                                      lambda: self.currentOffsets, lambda: self.offsetStore,
+                                      subscribes=not isinstance(consumerStrategy, Assign))
 
     @property
     def name(self) -> str:

@@ -5,34 +5,137 @@ the client every look-up of a batch's planning goes through, and, while it is th
 member, the only client the broker accepts commits of that group from (offset stores commit
 through it). Each batch keeps it in its group with a paused ``poll(0)`` that also applies
 rebalances (Spark's ``paranoidPoll``); closing it leaves the group at once.
+
+What the group membership needs besides lives here too: the listener that pauses every
+partition as soon as it is assigned (the driver never fetches records), the bound of the
+strategies' wait for an assignment (``spark.streaming.kafka.assignmentTimeout``), the members
+of this process that could not leave their group, partition discovery and undoing a poll.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
+
+from kafka import ConsumerRebalanceListener
 
 from dstream_kafka import _kafka_internals
 from dstream_kafka.offsets import TopicPartition
-from dstream_kafka.plan.consumer_strategy import (
-    Assign,
-    ConsumerStrategy,
-    assignment_timeout,
-    discover_partitions,
-    note_stranded_member,
-    seek_back,
-)
 from dstream_kafka.client.latest_offsets import any_reachable
 
 if TYPE_CHECKING:
+    from dstream_kafka.plan.consumer_strategy import ConsumerStrategy
     from dstream_kafka.stores.base import OffsetStore
 
-__all__ = ["REJOIN_TIMEOUT_S", "DriverConsumer"]
+__all__ = ["REJOIN_TIMEOUT_S", "DriverConsumer", "PauseOnAssign", "assignment_timeout", "assignment_wait_s",
+           "discover_partitions", "forget_stranded_member", "note_stranded_member", "seek_back",
+           "stranded_session_ms"]
+
+logger = logging.getLogger(__name__)
 
 #: Longest time one batch's driver poll waits for a group rebalance to complete.
 REJOIN_TIMEOUT_S = 30.0
+
+#: How long onStart waits for the group coordinator to hand out partitions, unless a stream
+#: sets its ``spark.streaming.kafka.assignmentTimeout`` through :func:`assignment_timeout`.
+ASSIGNMENT_TIMEOUT_S = 60.0
+
+# A context variable, not an onStart argument: onStart's signature is public (user strategies
+# override it) and stays Spark's.
+_assignment_timeout_s: contextvars.ContextVar[float] = contextvars.ContextVar(
+    "assignment_timeout_s", default=ASSIGNMENT_TIMEOUT_S)
+
+
+#: (bootstrap.servers, group.id) -> session.timeout.ms of a member of this process that could
+#: not leave the group (its stream closed while no broker was reachable).
+_stranded_members: dict[tuple[str, str], int] = {}
+
+
+def note_stranded_member(servers: str, group: str, session_timeout_ms: int) -> None:
+    """Remember that a consumer of ``group`` closed without reaching a broker: its LeaveGroup
+    was never sent, so the group keeps it until its session expires, counted from when the
+    coordinator is back, and a new member's join waits for that (the start then says so)."""
+    _stranded_members[(servers, group)] = session_timeout_ms
+
+
+def stranded_session_ms(servers: str, group: str) -> int | None:
+    """The ``session.timeout.ms`` of a member of ``group`` noted by :func:`note_stranded_member`."""
+    return _stranded_members.get((servers, group))
+
+
+def forget_stranded_member(servers: str, group: str) -> None:
+    """Forget the stranded member of ``group``: the group has assigned partitions again."""
+    _stranded_members.pop((servers, group), None)
+
+
+@contextlib.contextmanager
+def assignment_timeout(seconds: float) -> Iterator[None]:
+    """Bound the partition-assignment wait of every ``onStart`` called inside the block.
+
+    Parameters
+    ----------
+    seconds : float
+        How long a subscribing strategy waits for its group to assign it partitions.
+    """
+    token = _assignment_timeout_s.set(float(seconds))
+    try:
+        yield
+    finally:
+        _assignment_timeout_s.reset(token)
+
+
+def assignment_wait_s() -> float:
+    """How long an ``onStart`` called now waits for partitions (see :func:`assignment_timeout`)."""
+    return _assignment_timeout_s.get()
+
+
+class PauseOnAssign(ConsumerRebalanceListener):
+    """Rebalance listener: pause new partitions at once, so the driver never fetches."""
+
+    def __init__(self, consumer: Any) -> None:
+        self.consumer = consumer
+
+    def on_partitions_revoked(self, revoked: Iterable[Any]) -> None:
+        # Revoked partitions are found by the stream itself, by comparing the assignment
+        # with the partitions it tracks.
+        pass
+
+    def on_partitions_assigned(self, assigned: Iterable[Any]) -> None:
+        assigned = list(assigned)
+        if assigned:
+            self.consumer.pause(*assigned)
+
+
+#: Longest wait of a batch's metadata refresh (partition discovery); on timeout the next
+#: batch tries again.
+DISCOVERY_TIMEOUT_MS = 2_000
+
+
+def discover_partitions(consumer: Any, timeout_ms: int = DISCOVERY_TIMEOUT_MS) -> None:
+    """Refresh a subscribed driver consumer's metadata now, so partitions added to its topics
+    and new topics matching its pattern join the assignment at this batch, not after
+    ``metadata.max.age.ms`` (Structured Streaming lists partitions at every trigger). The
+    group rejoin this asks for runs in the next poll. A refresh that fails or times out is
+    logged at DEBUG: discovery waits for the next batch, and an outage is for the
+    latest-offsets look-up to report."""
+    from kafka.errors import KafkaError
+
+    try:
+        _kafka_internals.refresh_metadata(consumer, timeout_ms)
+    except KafkaError as exc:
+        logger.debug("Metadata refresh for partition discovery failed: %s", exc)
+
+
+def seek_back(consumer: Any, records: Mapping[Any, list[Any]]) -> None:
+    """Undo a poll that returned records: seek each partition to its smallest returned offset."""
+    for tp, recs in records.items():
+        if recs:
+            consumer.seek(tp, min(r.offset for r in recs))
 
 
 class DriverConsumer:
@@ -51,12 +154,15 @@ class DriverConsumer:
         The offsets the consumer starts at when it is created (the stream's current offsets).
     store : callable
         The stream's offset store, if any, which commits through the consumer.
+    subscribes : bool
+        Whether the strategy subscribes (joins a group that assigns partitions) rather than
+        assigning its partitions itself (``Assign``).
     """
 
     def __init__(self, strategy: ConsumerStrategy, group_id: str | None,
                  assignment_timeout_s: float, stopping: threading.Event,
                  start_offsets: Callable[[], Mapping[TopicPartition, int]],
-                 store: Callable[[], OffsetStore | None]) -> None:
+                 store: Callable[[], OffsetStore | None], *, subscribes: bool) -> None:
         self.strategy = strategy
         self.group_id = group_id
         #: Held by whoever uses the consumer for more than one call (a batch's planning).
@@ -65,6 +171,7 @@ class DriverConsumer:
         self._stopping = stopping
         self._start_offsets = start_offsets
         self._store = store
+        self._subscribes = subscribes
         self._consumer: Any = None
 
     def get(self) -> Any:
@@ -84,7 +191,7 @@ class DriverConsumer:
         """Find new partitions and keep the consumer in its group: a paused ``poll(0)``, then
         short polls while a rebalance is under way (at most :data:`REJOIN_TIMEOUT_S`)."""
         consumer = self.get()
-        if not isinstance(self.strategy, Assign):
+        if self._subscribes:
             discover_partitions(consumer)
         assigned = consumer.assignment()
         if assigned:
@@ -115,7 +222,7 @@ class DriverConsumer:
         with self.lock:
             if self._consumer is not None:
                 servers = str(self.strategy.executorKafkaParams.get("bootstrap.servers", ""))
-                if (self.group_id is not None and not isinstance(self.strategy, Assign)
+                if (self.group_id is not None and self._subscribes
                         and not any_reachable(servers)):
                     session_ms = int(getattr(self._consumer, "config", {}).get("session_timeout_ms", 45000))
                     note_stranded_member(servers, self.group_id, session_ms)

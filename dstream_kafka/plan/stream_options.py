@@ -27,7 +27,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dstream_kafka.client.kafka_params import ClientConfigs
+from dstream_kafka.client.configs import ClientConfigs
 from dstream_kafka.errors import ConfigurationError, DataLossError
 from dstream_kafka.client.offset_reader import KafkaOffsetReader, offset_reader
 from dstream_kafka.offsets import OffsetRange, TopicPartition

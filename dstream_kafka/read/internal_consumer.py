@@ -104,7 +104,7 @@ class InternalKafkaConsumer:
         translates them to librdkafka settings). The executor group id stays the cache key and
         appears in every error message.
     fingerprint : str
-        Identity of ``config`` (see :func:`~dstream_kafka.client.kafka_params.params_fingerprint`).
+        Identity of ``config`` (see :func:`~dstream_kafka.client.configs.params_fingerprint`).
     backend : str
         ``kafka-python`` (default) or ``confluent-kafka`` (see :mod:`dstream_kafka.read.backends`).
     """

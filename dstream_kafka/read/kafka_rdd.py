@@ -30,7 +30,7 @@ from dstream_kafka._spark_internals import (
     python_rdd,
     source_preferred_locations,
 )
-from dstream_kafka.client.kafka_params import ClientConfigs, params_fingerprint
+from dstream_kafka.client.configs import ClientConfigs, params_fingerprint
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import OffsetRange, TopicPartition

@@ -31,7 +31,7 @@ from typing import Any
 
 from dstream_kafka import _kafka_internals
 from dstream_kafka.errors import OffsetStoreError
-from dstream_kafka.client.kafka_params import store_client_config as kafka_client_config
+from dstream_kafka.client.configs import store_client_config as kafka_client_config
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, utc_from_ms

@@ -248,7 +248,7 @@ def _two_partition_topic(kafka: Any, unique: Any) -> str:
 
 def test_a_worker_moves_its_consumer_of_a_range_read_elsewhere_so_the_next_batch_needs_no_seek(
         kafka, unique):
-    from dstream_kafka.client.kafka_params import params_fingerprint
+    from dstream_kafka.client.configs import params_fingerprint
     from dstream_kafka.read.task import ReadSettings, partition_reader
 
     topic = _two_partition_topic(kafka, unique)

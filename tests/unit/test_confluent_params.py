@@ -17,7 +17,8 @@ from dstream_kafka.read.backends import LIBRDKAFKA_KEY, check_backend, create_ba
 from dstream_kafka.read.backends.confluent import librdkafka_config
 from dstream_kafka.read.consumer_cache import CacheKey, acquire, cached_consumer, clear
 from dstream_kafka.errors import ConfigurationError, MissingDependencyError
-from dstream_kafka.client.kafka_params import ClientConfigs, fix_kafka_params, utf8_decoder
+from dstream_kafka.client.configs import ClientConfigs
+from dstream_kafka.client.kafka_params import fix_kafka_params, utf8_decoder
 from dstream_kafka.read.kafka_rdd import read_settings
 
 SER = "org.apache.kafka.common.serialization."

@@ -13,7 +13,8 @@ from dstream_kafka.plan.consumer_strategy import ConsumerStrategies
 from dstream_kafka.client.latest_offsets import REFRESH_LEADER_BACKOFF_MS, latest_offsets
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.offsets import TopicPartition
-from dstream_kafka.plan.positions import API_TIMEOUT_MS, PartitionPositions
+from dstream_kafka.plan.positions import PartitionPositions
+from dstream_kafka.plan.start_positions import API_TIMEOUT_MS
 
 
 class _SilentCoordinator:

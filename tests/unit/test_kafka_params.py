@@ -14,16 +14,20 @@ with warnings.catch_warnings():
     import kafka  # noqa: F401  (kafka-python warns on import under some Python versions)
 
 from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.client.configs import (
+    ClientConfigs,
+    bootstrap_errors,
+    driver_consumer_config,
+    params_fingerprint,
+    store_client_config,
+    stream_driver_config,
+)
 from dstream_kafka.client.kafka_params import (
     JAVA_RECONNECT_BACKOFF_MAX_MS,
     REDACTED,
     consumer_config,
-    driver_consumer_config,
     fix_kafka_params,
-    params_fingerprint,
     redact,
-    store_client_config,
-    stream_driver_config,
     utf8_decoder,
     validate_deserializer,
 )
@@ -316,9 +320,9 @@ def test_client_configs_hold_every_client_config_of_one_translation(monkeypatch)
     translate = kafka_params.consumer_config
     monkeypatch.setattr(kafka_params, "consumer_config",
                         lambda p: translations.append(p) or translate(p))
-    configs = kafka_params.ClientConfigs.of(params)
-    assert kafka_params.driver_consumer_config(configs) == configs.driver
-    with kafka_params.bootstrap_errors(configs):
+    configs = ClientConfigs.of(params)
+    assert driver_consumer_config(configs) == configs.driver
+    with bootstrap_errors(configs):
         pass
     assert len(translations) == 1 and configs.librdkafka is None
     monkeypatch.undo()

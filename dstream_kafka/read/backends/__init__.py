@@ -23,7 +23,7 @@ from dstream_kafka.errors import ConfigurationError, KafkaReadError
 from dstream_kafka.record import ConsumerRecord
 
 if TYPE_CHECKING:  # the executor's read path imports this module: it stays light
-    from dstream_kafka.client.kafka_params import ClientConfigs
+    from dstream_kafka.client.configs import ClientConfigs
 
 __all__ = [
     "BACKENDS",
@@ -154,7 +154,7 @@ def check_backend(
             f"Unknown consumer backend {name!r}; spark.streaming.kafka.consumer.backend must be "
             f"one of {', '.join(BACKENDS)}"
         )
-    from dstream_kafka.client.kafka_params import ClientConfigs
+    from dstream_kafka.client.configs import ClientConfigs
     from dstream_kafka.read.backends.confluent import librdkafka_config, require_confluent
 
     require_confluent()

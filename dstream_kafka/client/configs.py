@@ -1,0 +1,209 @@
+"""What each Kafka client this package opens is given, from one translation of ``kafkaParams``.
+
+:class:`ClientConfigs` holds, for one ``kafkaParams`` mapping translated once on the driver
+(:func:`~dstream_kafka.client.kafka_params.consumer_config`), the executor consumer's settings,
+the offset look-up consumer's and their fingerprint. The other clients get theirs here too:
+the stream's driver consumer (:func:`stream_driver_config`), the offset look-up consumer
+(:func:`driver_consumer_config`) and the Kafka group store's clients
+(:func:`store_client_config`). :func:`bootstrap_errors` explains a client's failure to reach
+its brokers, and :func:`params_fingerprint` identifies settings without showing them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+# Through the module, not its names: the translation is one function that tests may watch.
+from dstream_kafka.client import kafka_params
+from dstream_kafka.client.deserializers import qualified_name
+from dstream_kafka.client.param_checks import bootstrap_failure
+from dstream_kafka.client.security import check_credentials
+from dstream_kafka.errors import ConfigurationError
+
+__all__ = [
+    "ClientConfigs",
+    "bootstrap_errors",
+    "driver_consumer_config",
+    "params_fingerprint",
+    "store_client_config",
+    "stream_driver_config",
+]
+
+# The parameters' logger: their warnings have always been logged under this name.
+log = logging.getLogger("dstream_kafka.client.kafka_params")
+
+
+@dataclass(frozen=True)
+class ClientConfigs:
+    """What one ``kafkaParams`` mapping gives each Kafka client, translated once on the driver.
+
+    Build it with :meth:`of` where the user's parameters come in (``createRDD``, a consumer
+    strategy) and pass it on: the look-ups, the read settings and the backend check take it
+    as it is. Treat the mappings as read-only.
+
+    Attributes
+    ----------
+    executor : dict
+        The executor consumer's settings (:func:`~dstream_kafka.client.kafka_params.fix_kafka_params`).
+    driver : dict
+        The group-less look-up consumer's settings (:func:`driver_consumer_config`).
+    librdkafka : dict or None
+        ``executor`` in librdkafka's names once the confluent-kafka backend is selected
+        (:func:`~dstream_kafka.read.backends.check_backend` fills it in); None before.
+    fingerprint : str
+        :func:`params_fingerprint` of ``executor``: a cached executor consumer built from
+        other settings is replaced.
+    """
+
+    executor: dict[str, Any]
+    driver: dict[str, Any]
+    librdkafka: dict[str, Any] | None
+    fingerprint: str
+
+    @classmethod
+    def of(cls, kafkaParams: Mapping[str, Any] | ClientConfigs) -> ClientConfigs:
+        """Translate ``kafkaParams`` once (given ClientConfigs, return them).
+
+        Raises
+        ------
+        ConfigurationError
+            As :func:`~dstream_kafka.client.kafka_params.consumer_config`.
+        """
+        if isinstance(kafkaParams, ClientConfigs):
+            return kafkaParams
+        config = kafka_params.consumer_config(kafkaParams)
+        executor = kafka_params.executor_fixes(dict(config))
+        return cls(executor, _lookup_only(config), None, params_fingerprint(executor))
+
+
+def driver_consumer_config(kafkaParams: Mapping[str, Any] | ClientConfigs) -> dict[str, Any]:
+    """Return settings for a short-lived driver consumer that only looks up offsets.
+
+    The user's parameters are kept (so ``isolation.level`` decides whether "latest" is the
+    high watermark or the last stable offset), but the consumer joins no group, commits
+    nothing, creates no topics and decodes nothing. Given :class:`ClientConfigs`, their
+    ``driver`` settings (translated already).
+    """
+    if isinstance(kafkaParams, ClientConfigs):
+        return dict(kafkaParams.driver)
+    return _lookup_only(kafka_params.consumer_config(kafkaParams))
+
+
+def _lookup_only(params: dict[str, Any]) -> dict[str, Any]:
+    for key in ("key_deserializer", "value_deserializer", "group_instance_id"):
+        params.pop(key, None)
+    params.update(group_id=None, enable_auto_commit=False, allow_auto_create_topics=False)
+    return params
+
+
+def stream_driver_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
+    """Return settings for a stream's driver consumer: the user's params, in its group.
+
+    The driver never reads records (its partitions are paused), so deserializers are dropped;
+    offsets are committed only explicitly (``commitAsync`` or an offset store), so auto commit
+    is off.
+    """
+    config = kafka_params.consumer_config(kafkaParams)
+    if config.get("enable_auto_commit"):
+        log.warning("enable.auto.commit=true is ignored by the driver: offsets are committed "
+                    "after each batch's output (commitAsync or an offset store)")
+    for key in ("key_deserializer", "value_deserializer"):
+        config.pop(key, None)
+    config["enable_auto_commit"] = False
+    return config
+
+
+def store_client_config(kafkaParams: Mapping[str, Any], client: str = "consumer", *,
+                        defaults: Mapping[str, Any] | None = None,
+                        required: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Return settings for the Kafka group offset store's ``client``: consumer, producer or admin.
+
+    The translation is :func:`~dstream_kafka.client.kafka_params.consumer_config`'s (JAAS
+    configs, typed values, unknown names refused). (De)serializers are dropped (the store
+    handles bytes), and so are the settings the kafka-python ``client`` does not take;
+    ``bootstrap.servers`` is required.
+
+    Parameters
+    ----------
+    kafkaParams : Mapping
+        The user's Kafka params (Java names).
+    client : str
+        ``"consumer"``, ``"producer"`` or ``"admin"``.
+    defaults : Mapping, optional
+        kafka-python settings the store uses unless the user's params set them
+        (``client_id``, ``request_timeout_ms``).
+    required : Mapping, optional
+        kafka-python settings the store depends on (``acks``, ``group_id``); they replace the
+        user's. Every setting of a store client comes from this one mapping, so a user
+        parameter never collides with a store keyword.
+
+    Raises
+    ------
+    ConfigurationError
+        For params that are not a mapping, lack ``bootstrap.servers``, or that
+        :func:`~dstream_kafka.client.kafka_params.consumer_config` refuses.
+    """
+    import kafka
+
+    if not isinstance(kafkaParams, Mapping):
+        raise ConfigurationError(
+            "Kafka params must be a dict such as {'bootstrap.servers': 'host:9092', 'group.id': 'g'}, "
+            f"got {type(kafkaParams).__name__}")
+    known = {"consumer": kafka.KafkaConsumer, "producer": kafka.KafkaProducer,
+             "admin": kafka.KafkaAdminClient}[client].DEFAULT_CONFIG
+    config = {name: value for name, value in kafka_params.consumer_config(kafkaParams).items()
+              if name in known and not name.endswith(("_deserializer", "_serializer"))}
+    if not config.get("bootstrap_servers"):
+        raise ConfigurationError("Kafka params need 'bootstrap.servers', e.g. {'bootstrap.servers': '127.0.0.1:9092'}")
+    return {**(defaults or {}), **config, **(required or {})}
+
+
+@contextmanager
+def bootstrap_errors(kafkaParams: Mapping[str, Any] | ClientConfigs) -> Iterator[None]:
+    """Turn a client's failure to reach its bootstrap servers into :func:`bootstrap_failure`'s
+    error; any other exception passes unchanged. SASL credentials the brokers refuse raise
+    :class:`~dstream_kafka.errors.KafkaAuthenticationError` on entry
+    (:func:`~dstream_kafka.client.security.check_credentials`)."""
+    config = driver_consumer_config(kafkaParams)
+    check_credentials(config)
+    try:
+        yield
+    except Exception as exc:
+        error = bootstrap_failure(config, exc)
+        if error is None:
+            raise
+        raise error from None
+
+
+def _callable_identity(value: Any) -> str:
+    name = qualified_name(value)
+    code = getattr(value, "__code__", None)
+    if code is not None:
+        # Two lambdas share a qualname; their bytecode and plain constants tell them apart.
+        consts = tuple(
+            c for c in code.co_consts if isinstance(c, (str, bytes, int, float, type(None)))
+        )
+        digest = hashlib.sha1(repr((code.co_code, code.co_names, consts)).encode()).hexdigest()
+        name += f"#{digest[:16]}"
+    return name
+
+
+def params_fingerprint(params: Mapping[str, Any]) -> str:
+    """Return a SHA-256 hex digest identifying ``params``.
+
+    Executors compare it with the cached consumer's, so a consumer built for other settings
+    (another broker list, isolation level, credentials or deserializer) is replaced, not
+    reused. A digest, so that printing it reveals no secret.
+    """
+    parts = []
+    for key in sorted(params):
+        value = params[key]
+        if callable(value) or hasattr(value, "deserialize"):
+            value = _callable_identity(value)
+        parts.append(f"{key}={value!r}")
+    return hashlib.sha256("\n".join(parts).encode("utf-8", "backslashreplace")).hexdigest()
