@@ -29,7 +29,7 @@ from dstream_kafka.plan.driver_consumer import (
 
 __all__ = ["ConsumerStrategy", "ConsumerStrategies", "Subscribe", "SubscribePattern", "Assign"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 #: Longest wait of closing a driver consumer whose start failed (its LeaveGroup request).
 CLOSE_TIMEOUT_MS = 5_000
@@ -192,7 +192,7 @@ class _BaseStrategy(ConsumerStrategy):
         """
         timeout_s = assignment_wait_s()
         group = self.kafkaParams.get("group.id") or self.kafkaParams.get("group_id")
-        logger.info("Waiting up to %.0f s (spark.streaming.kafka.assignmentTimeout) for group %s "
+        log.info("Waiting up to %.0f s (spark.streaming.kafka.assignmentTimeout) for group %s "
                     "to assign partitions of %s", timeout_s, group, self.describe())
         # Joining the group happens inside poll(); partitions are paused by the listener as
         # they arrive, so these polls return no records.
@@ -214,7 +214,7 @@ class _BaseStrategy(ConsumerStrategy):
                 checked = True
                 stranded_ms = stranded_session_ms(str(self._servers()), str(group))
                 if stranded_ms is not None:
-                    logger.warning(
+                    log.warning(
                         "Group %s may still list the member of an earlier stream of this process that "
                         "stopped while no broker at %s was reachable, so it could not leave the group; "
                         "Kafka assigns partitions to this stream once that member's session expires "
@@ -222,7 +222,7 @@ class _BaseStrategy(ConsumerStrategy):
                         "(spark.streaming.kafka.assignmentTimeout)", group, self._servers(), stranded_ms,
                         timeout_s)
                 elif self._existing_topics() == []:
-                    logger.warning("%s: no topic it reads exists yet in the cluster at %s; waiting "
+                    log.warning("%s: no topic it reads exists yet in the cluster at %s; waiting "
                                    "up to %.0f s (spark.streaming.kafka.assignmentTimeout) for one",
                                    self.describe(), self._servers(), timeout_s)
             if time.monotonic() > deadline:

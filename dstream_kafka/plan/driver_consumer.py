@@ -36,7 +36,7 @@ __all__ = ["REJOIN_TIMEOUT_S", "DriverConsumer", "PauseOnAssign", "assignment_ti
            "discover_partitions", "forget_stranded_member", "note_stranded_member", "seek_back",
            "stranded_session_ms"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 #: Longest time one batch's driver poll waits for a group rebalance to complete.
 REJOIN_TIMEOUT_S = 30.0
@@ -128,7 +128,7 @@ def discover_partitions(consumer: Any, timeout_ms: int = DISCOVERY_TIMEOUT_MS) -
     try:
         _kafka_internals.refresh_metadata(consumer, timeout_ms)
     except KafkaError as exc:
-        logger.debug("Metadata refresh for partition discovery failed: %s", exc)
+        log.debug("Metadata refresh for partition discovery failed: %s", exc)
 
 
 def seek_back(consumer: Any, records: Mapping[Any, list[Any]]) -> None:

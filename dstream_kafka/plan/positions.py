@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PartitionPositions"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 _REVOKED = (
     "Previously tracked partitions {parts} been revoked by Kafka because of consumer rebalance. "
@@ -65,7 +65,7 @@ class PartitionPositions(StartPositions):
         done = {tp for tp in partitions
                 if tp in self.current and self.current[tp] >= self.known_ends.get(tp, self.current[tp] + 1)}
         if done:
-            logger.warning("Topic %s was deleted from Kafka; every record of partitions %s had been read "
+            log.warning("Topic %s was deleted from Kafka; every record of partitions %s had been read "
                            "or planned (nothing is lost; a planned batch whose records are gone "
                            "fails on its executors): continuing without it",
                            ", ".join(sorted({repr(tp.topic) for tp in done})),
@@ -89,7 +89,7 @@ class PartitionPositions(StartPositions):
                                 + (f" (last known end offsets: {ends})" if ends else "") + ". Recreate the topic and "
                                 "restore its data, or set failOnDataLoss=False to continue without "
                                 "it (the loss is recorded in the offset store)")
-        logger.warning("%s; continuing without them (failOnDataLoss=False)", problem)
+        log.warning("%s; continuing without them (failOnDataLoss=False)", problem)
         for tp in sorted(unread):
             self.lost.add(tp)
             off = self.current.pop(tp, None)

@@ -38,7 +38,7 @@ __all__ = ["API_TIMEOUT_MS", "StartPositions", "api_timeout_ms", "vanished_parti
 
 # The same logger as the batch-by-batch positions: the start lines have always been logged
 # under this name, and users filter on it.
-logger = logging.getLogger("dstream_kafka.plan.positions")
+log = logging.getLogger("dstream_kafka.plan.positions")
 
 #: Longest wait for the broker's answer to a driver look-up that needs the group coordinator
 #: unless kafkaParams set ``default.api.timeout.ms``; without one, kafka-python waits for ever.
@@ -95,7 +95,7 @@ def _log_reset_start(store: OffsetStore, group: str) -> None:
         audit = newest.reset
         moves = ", ".join(f"{r.topic}-{r.partition} {audit.previous.get(r.topicPartition(), '-')} -> {r.untilOffset}"
                           for r in newest.ranges)
-        logger.warning("Group %r starts from a reset by %s@%s at %s: %s", group, audit.user, audit.host,
+        log.warning("Group %r starts from a reset by %s@%s at %s: %s", group, audit.user, audit.host,
                        newest.committed_at.isoformat(timespec="seconds"), moves)
 
 
@@ -206,7 +206,7 @@ class StartPositions:
             if pending is not None:
                 # A batch was planned but never committed: re-run exactly its ranges first.
                 self.replay = (pending.batch_time_ms, list(pending.ranges))
-                logger.warning("Re-running uncommitted batch %s over %s", pending.batch_time_ms,
+                log.warning("Re-running uncommitted batch %s over %s", pending.batch_time_ms,
                                list(pending.ranges))
         self.current = dict(stored)
         return stored
@@ -231,7 +231,7 @@ class StartPositions:
             # offset look-ups that wait for a partition that is not coming back.
             self.lose(self.find_vanished(consumer, sorted(self.current)), store)
         for tp in sorted(self.current):
-            logger.info("Partition %s-%s starts at offset %s (from the offset store)", tp.topic,
+            log.info("Partition %s-%s starts at offset %s (from the offset store)", tp.topic,
                         tp.partition, self.current[tp])
         if stored:
             self.check_retention(consumer, store, self.current)
@@ -264,7 +264,7 @@ class StartPositions:
                 self.current[tp] = chosen[tp]
             else:
                 self.current[tp], origin = self.start_offset_and_origin(consumer, tp, first_start)
-            logger.info("Partition %s-%s starts at offset %s (from %s)", tp.topic, tp.partition,
+            log.info("Partition %s-%s starts at offset %s (from %s)", tp.topic, tp.partition,
                         self.current[tp], origin)
             if origin.startswith(("auto.offset.reset", "the first offset")):
                 defaulted.append(tp)
@@ -285,7 +285,7 @@ class StartPositions:
 
         names = ", ".join(f"{tp.topic}-{tp.partition} at {off} (starts at {self.current.get(tp)})"
                           for tp, off in sorted(held.items()))
-        logger.warning(
+        log.warning(
             "Kafka group %s holds committed offsets for partitions that %s holds no offset for: %s. They "
             "were not used: the offset store is the source of truth, and the group's offsets may be "
             "another store's lag copy (also_commit_to_kafka_group). To start from them on purpose, "
@@ -304,7 +304,7 @@ class StartPositions:
         off = self.current.pop(tp)
         existing = consumer.partitions_for_topic(tp.topic) or set()
         if tp.partition in existing:
-            logger.warning("Stored offset %s of %s-%s is not read by this stream (not assigned "
+            log.warning("Stored offset %s of %s-%s is not read by this stream (not assigned "
                            "to it); leaving it as it is", off, tp.topic, tp.partition)
             self.unassigned[tp] = off  # where it continues if it is assigned later
             return
@@ -313,7 +313,7 @@ class StartPositions:
         if self.fail_on_data_loss:
             raise DataLossError(problem + "; restore it, or set failOnDataLoss=False to continue "
                                 "without it (the loss is recorded in the offset store)")
-        logger.warning("%s; continuing without it (failOnDataLoss=False)", problem)
+        log.warning("%s; continuing without it (failOnDataLoss=False)", problem)
         self.on_data_loss()
         if store is not None:
             store.record_data_loss(self.store_group, tp, off, off, None)
@@ -438,7 +438,7 @@ class StartPositions:
                     problem + ". Records were deleted (retention) or the topic was recreated. "
                     "Restore the data, or set failOnDataLoss=False to continue from the earliest "
                     "offset and record the lost range in the offset store.")
-            logger.warning("%s; continuing from %s (failOnDataLoss=False)", problem, first)
+            log.warning("%s; continuing from %s (failOnDataLoss=False)", problem, first)
             self.on_data_loss()
             if store is not None:
                 store.record_data_loss(self.store_group, tp, off, first, None)
