@@ -66,3 +66,15 @@ def test_the_layout_map_names_every_module_and_package_of_dstream_kafka():
         names += [p.stem for p in folder.glob("*.py") if p.name != "__init__.py"]
     missing = sorted(n for n in names if not re.search(rf"(?<![\w.]){re.escape(n)}", layout))
     assert missing == []
+
+
+def test_the_readme_is_valid_restructuredtext_for_the_package_page() -> None:
+    # README.rst is the wheel's long_description: a broken table or link would show as raw text
+    import docutils.core
+    import docutils.utils
+
+    try:
+        docutils.core.publish_string((ROOT / "README.rst").read_text(), writer_name="null",
+                                     settings_overrides={"halt_level": 2, "report_level": 5})
+    except docutils.utils.SystemMessage as error:
+        raise AssertionError(f"README.rst: {error}") from None
