@@ -176,10 +176,8 @@ class KafkaMessageAndMetadata:
         self.topic = topic
         self.partition = partition
         self.offset = offset
-        self._rawKey = key
-        self._rawMessage = message
-        self._keyDecoder = keyDecoder
-        self._valueDecoder = valueDecoder
+        self._rawKey, self._rawMessage = key, message
+        self._keyDecoder, self._valueDecoder = keyDecoder, valueDecoder
 
     def __str__(self) -> str:
         return "KafkaMessageAndMetadata(topic: %s, partition: %d, offset: %d, key and message...)" \
