@@ -72,3 +72,14 @@ def test_cache_dir_honours_the_environment_variable(tmp_path, monkeypatch):
     monkeypatch.setenv("DSTREAM_KAFKA_CACHE", str(tmp_path / "c"))
     assert cache_dir() == tmp_path / "c"
     assert (tmp_path / "c").is_dir()
+
+
+def test_in_a_source_checkout_the_cache_is_the_checkouts_cache_folder(monkeypatch) -> None:
+    from pathlib import Path
+
+    from dstream_kafka.operate.services import environment
+
+    monkeypatch.delenv("DSTREAM_KAFKA_CACHE", raising=False)
+    checkout = Path(environment.__file__).resolve().parents[3]
+    assert (checkout / "setup.cfg").is_file()
+    assert environment.cache_dir() == checkout / ".cache"

@@ -47,7 +47,8 @@ def cache_dir() -> Path:
     if explicit:
         path = Path(explicit)
     else:
-        checkout = Path(__file__).resolve().parents[2]
+        # the folder above the package: a checkout has setup.cfg there, an installed wheel not
+        checkout = Path(__file__).resolve().parents[len(__name__.split(".")) - 1]
         if (checkout / "setup.cfg").is_file() and (checkout / "dstream_kafka").is_dir():
             path = checkout / ".cache"
         else:
