@@ -93,13 +93,15 @@ def test_a_killed_executor_loses_no_records_and_the_stream_goes_on(kafka, unique
         result = _run("stream", {"master": cluster.master_url,
                                  "bootstrap": kafka.bootstrap_servers, "topic": topic,
                                  "partitions": 4, "group": unique("g"), "seconds": 10,
-                                 "per_batch": 25, "kill_pid": victim, "kill_after": 3}, tmp_path)
+                                 # produce on until two batches after the kill carried records
+                                 "min_batches": 5, "per_batch": 25, "kill_pid": victim,
+                                 "kill_after": 3}, tmp_path)
     batches = result["batches"]
     after = [b for b in batches if b["after_kill"]]
     assert after and sum(b["records"] for b in after) > 0
     # Every record exactly once: the tasks of the lost executor ran again on the survivor.
     assert Counter(result["values"]) == Counter(
-        f"{p}-{s}-{i}" for p in range(4) for s in range(10) for i in range(25))
+        f"{p}-{s}-{i}" for p in range(4) for s in range(result["seconds"]) for i in range(25))
     assert len({pid for b in after for pid in b["workers"]}) == 1
 
 
