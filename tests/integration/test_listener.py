@@ -211,7 +211,8 @@ class TestBatchInfo:
         times = [i.batchTime().milliseconds() for i in infos]
         assert [b - a for a, b in zip(times, times[1:])] == [200, 200, 200]
         delays = [i.schedulingDelay() for i in infos]
-        assert all(b > a + 150 for a, b in zip(delays, delays[1:])), delays
+        # the growth over the run, not each step: a loaded machine can delay any one batch
+        assert delays[-1] > delays[0] + 150 * (len(delays) - 1), delays
 
     def test_progress_records_are_json_and_kept_by_the_context(
             self, ssc: StreamingContext) -> None:

@@ -200,7 +200,8 @@ class TestJobScheduler:
         loop.stop(graceful=False)
         infos = loop.listener.infos[:4]
         delays = [info.schedulingDelay() for info in infos]
-        assert delays == sorted(delays) and delays[-1] >= delays[0] + 60
+        # the growth over the run, not each step: a loaded machine can delay any one batch
+        assert delays[-1] >= delays[0] + 60, delays
         times = [info.batch_time for info in infos]
         assert [b - a for a, b in zip(times, times[1:])] == [20, 20, 20]
 
