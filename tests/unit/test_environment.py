@@ -74,12 +74,31 @@ def test_cache_dir_honours_the_environment_variable(tmp_path, monkeypatch):
     assert (tmp_path / "c").is_dir()
 
 
-def test_in_a_source_checkout_the_cache_is_the_checkouts_cache_folder(monkeypatch) -> None:
-    from pathlib import Path
+def _fake_package(root, with_setup_cfg: bool):
+    """Lay out ``root/dstream_kafka/operate/services/environment.py`` as a checkout or a wheel."""
+    module = root / "dstream_kafka" / "operate" / "services" / "environment.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("")
+    if with_setup_cfg:
+        (root / "setup.cfg").write_text("[metadata]\n")
+    return module
 
+
+def test_in_a_source_checkout_the_cache_is_the_checkouts_cache_folder(tmp_path, monkeypatch):
     from dstream_kafka.operate.services import environment
 
+    # a fake layout, so the test holds whether the suite runs from a checkout or a wheel
+    module = _fake_package(tmp_path / "checkout", with_setup_cfg=True)
     monkeypatch.delenv("DSTREAM_KAFKA_CACHE", raising=False)
-    checkout = Path(environment.__file__).resolve().parents[3]
-    assert (checkout / "setup.cfg").is_file()
-    assert environment.cache_dir() == checkout / ".cache"
+    monkeypatch.setattr(environment, "__file__", str(module))
+    assert environment.cache_dir() == tmp_path / "checkout" / ".cache"
+
+
+def test_an_installed_package_caches_under_the_users_home(tmp_path, monkeypatch):
+    from dstream_kafka.operate.services import environment
+
+    module = _fake_package(tmp_path / "site-packages", with_setup_cfg=False)
+    monkeypatch.delenv("DSTREAM_KAFKA_CACHE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(environment, "__file__", str(module))
+    assert environment.cache_dir() == tmp_path / "home" / ".cache" / "dstream_kafka"
