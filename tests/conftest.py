@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from dstream_kafka.operate.services.hbase import HBaseServer
     from dstream_kafka.operate.services.kafka import KafkaCluster
     from tests.support.postgres import PostgresServer
+    from tests.support.registry import ApicurioRegistry
     from tests.support.spark_cluster import SparkStandaloneCluster
     from tests.support.zookeeper import ZooKeeperServer
 
@@ -135,6 +136,17 @@ def zookeeper() -> Iterator[ZooKeeperServer]:
     from tests.support.zookeeper import ZooKeeperServer
 
     server = ZooKeeperServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[ApicurioRegistry]:
+    """Apicurio Registry (Confluent-compatible API at ``.url``) on 127.0.0.1, in memory."""
+    from tests.support.registry import ApicurioRegistry
+
+    server = ApicurioRegistry()
     server.start()
     yield server
     server.stop()
