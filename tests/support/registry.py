@@ -11,10 +11,18 @@ reset between tests.
 from __future__ import annotations
 
 import atexit
+import base64
+import hmac
+import ssl
 import tempfile
+import threading
+import urllib.error
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
+from dstream_kafka.client.keystores import keystore_pem
 from dstream_kafka.errors import ServiceError
 from dstream_kafka.operate.services.environment import (
     LocalService,
@@ -25,7 +33,7 @@ from dstream_kafka.operate.services.environment import (
 )
 from dstream_kafka.operate.services.maven import APICURIO_VERSION, apicurio_archive, resolve_archive
 
-__all__ = ["ApicurioRegistry", "apicurio_home"]
+__all__ = ["ApicurioRegistry", "GatedRegistry", "apicurio_home"]
 
 
 def apicurio_home(version: str = APICURIO_VERSION) -> Path:
@@ -105,3 +113,89 @@ class ApicurioRegistry(LocalService):
         self._process.stop(timeout=20)
         self._process = None
         self._discard(self._root)
+
+
+class GatedRegistry:
+    """HTTPS with HTTP basic authentication in front of a running registry, on a free port.
+
+    Apicurio authenticates through an OpenID Connect server only; what clients of a
+    Confluent-style registry configure is TLS and ``basic.auth.user.info``, so this gateway asks
+    for exactly that and forwards every request to the registry behind it.
+
+    Parameters
+    ----------
+    upstream : ApicurioRegistry
+        The running registry.
+    pki : tests.support.tls.Pki
+        Its ``broker`` certificate (for 127.0.0.1) serves TLS; clients trust ``pki.ca_pem``.
+    user, password : str
+        The one account the gateway accepts.
+    """
+
+    def __init__(self, upstream: ApicurioRegistry, pki: object, user: str, password: str) -> None:
+        self.upstream = upstream
+        self.pki = pki
+        self.user = user
+        self.password = password
+        self._expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        self.refused = 0
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"https://127.0.0.1:{self._server.server_address[1]}/apis/ccompat/v7"
+
+    def start(self) -> "GatedRegistry":
+        pki: Any = self.pki
+        certfile, keyfile, key_password = keystore_pem(str(pki.broker_keystore), "PKCS12",
+                                                       pki.password, pki.password)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certfile, keyfile, key_password)
+        gate = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet
+                pass
+
+            def _forward(self) -> None:
+                given = self.headers.get("Authorization", "")
+                if not hmac.compare_digest(given.encode(), gate._expected.encode()):
+                    gate.refused += 1
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="registry"')
+                    body = b'{"error_code": 40101, "message": "Unauthorized"}'
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                data = self.rfile.read(length) if length else None
+                target = gate.upstream.url.rsplit("/apis/", 1)[0] + self.path
+                request = urllib.request.Request(target, data=data, method=self.command, headers={
+                    k: v for k, v in self.headers.items() if k.lower() in ("content-type", "accept")})
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as answer:
+                        status, headers, body = answer.status, answer.headers, answer.read()
+                except urllib.error.HTTPError as error:
+                    status, headers, body = error.code, error.headers, error.read()
+                self.send_response(status)
+                self.send_header("Content-Type", headers.get("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PUT = do_DELETE = _forward
+
+        server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        self._server = server
+        threading.Thread(target=server.serve_forever, name="registry-gate", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
