@@ -194,3 +194,21 @@ def test_fail_mode_stops_at_a_value_that_is_not_in_the_wire_format(
 
     assert "RecordDecodeError" in str(failure.value) and "offset 0" in str(failure.value)
     assert isinstance(RecordDecodeError("x"), ValueError)
+
+
+def test_keys_and_values_decode_with_their_own_decoders_and_tombstones_stay_none(
+        sc, kafka, client, registry, topic, unique):
+    # Apicurio infers a schema's type from its content and refuses (HTTP 422) one as bare as
+    # Avro's "string" or JSON Schema's {"type": "object"}
+    key_schema = {"type": "record", "name": "Key", "fields": [{"name": "id", "type": "string"}]}
+    key_serializer = AvroSerializer(client, json.dumps(key_schema))
+    value_serializer = JSONSerializer(
+        json.dumps({"type": "object", "properties": {"n": {"type": "integer"}}}), client)
+    keys = [key_serializer({"id": k}, SerializationContext(topic, MessageField.KEY)) for k in ("a", "b")]
+    value = value_serializer({"n": 1}, SerializationContext(topic, MessageField.VALUE))
+    kafka.produce(topic, [(keys[0], value), (keys[1], None)], partition=0)
+
+    decoded = decode_records(_read(sc, kafka, topic, unique, 2), key=AvroDecoder(registry),
+                             value=JsonSchemaDecoder(registry))
+
+    assert [(r.key, r.value) for r in decoded.rdd.collect()] == [({"id": "a"}, {"n": 1}), ({"id": "b"}, None)]
