@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import importlib
 from typing import Any, Hashable
 
 from dstream_kafka.errors import MissingDependencyError
@@ -80,7 +81,10 @@ class ProtobufDecoder(RegistryDecoder):
         for dependency in proto.dependency:
             if dependency.startswith("google/protobuf/") and dependency not in seen:
                 seen.add(dependency)
-                # the well-known types, from the protobuf package itself
+                # the well-known types, from the protobuf package itself (importing the module
+                # puts its file into the default pool)
+                importlib.import_module("google.protobuf." + dependency[len("google/protobuf/"):-len(".proto")]
+                                        .replace("/", ".") + "_pb2")
                 known = descriptor_pb2.FileDescriptorProto()
                 _pool.Default().FindFileByName(dependency).CopyToProto(known)
                 pool.Add(known)

@@ -212,3 +212,31 @@ def test_keys_and_values_decode_with_their_own_decoders_and_tombstones_stay_none
                              value=JsonSchemaDecoder(registry))
 
     assert [(r.key, r.value) for r in decoded.rdd.collect()] == [({"id": "a"}, {"n": 1}), ({"id": "b"}, None)]
+
+
+def test_protobuf_reads_the_second_message_of_a_file_with_a_well_known_type_import(
+        sc, kafka, client, registry, topic, unique):
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
+
+    field_type = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(name="orders/order.proto", package="orders", syntax="proto3",
+                                               dependency=["google/protobuf/timestamp.proto"])
+    proto.message_type.add(name="Unused").field.add(name="x", number=1, type=field_type.TYPE_INT32,
+                                                    label=field_type.LABEL_OPTIONAL)
+    order = proto.message_type.add(name="Order")
+    order.field.add(name="id", number=1, type=field_type.TYPE_STRING, label=field_type.LABEL_OPTIONAL)
+    order.field.add(name="placed", number=2, type=field_type.TYPE_MESSAGE, label=field_type.LABEL_OPTIONAL,
+                    type_name=".google.protobuf.Timestamp")
+    pool = descriptor_pool.DescriptorPool()
+    known = descriptor_pb2.FileDescriptorProto()
+    timestamp_pb2.DESCRIPTOR.CopyToProto(known)
+    pool.Add(known)
+    pool.Add(proto)
+    order_cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("orders.Order"))
+    serializer = ProtobufSerializer(order_cls, client, {"use.deprecated.format": False})
+    _write(kafka, topic, serializer, [order_cls(id="o1", placed={"seconds": 1700000000, "nanos": 5})])
+
+    decoded = decode_records(_read(sc, kafka, topic, unique, 1), value=ProtobufDecoder(registry))
+
+    assert [r.value for r in decoded.rdd.collect()] == [
+        {"id": "o1", "placed": {"seconds": 1700000000, "nanos": 5}}]
