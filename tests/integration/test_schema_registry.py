@@ -21,8 +21,11 @@ from dstream_kafka.formats import (
     RegistrySettings,
     decode_records,
 )
+from dstream_kafka import ConsumerStrategies, LocationStrategies
 from dstream_kafka.kafka_utils import KafkaUtils
 from dstream_kafka.offsets import OffsetRange
+
+from support import wait_until
 
 pytest.importorskip("confluent_kafka.schema_registry")
 from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
@@ -240,3 +243,22 @@ def test_protobuf_reads_the_second_message_of_a_file_with_a_well_known_type_impo
 
     assert [r.value for r in decoded.rdd.collect()] == [
         {"id": "o1", "placed": {"seconds": 1700000000, "nanos": 5}}]
+
+
+def test_a_direct_stream_decodes_each_batch_with_the_record_decoder(
+        kafka, client, registry, topic, unique, ssc):
+    _write(kafka, topic, AvroSerializer(client, json.dumps(USER_V1)),
+           [{"name": f"s{i}", "age": i} for i in range(4)])
+    params = {"bootstrap.servers": kafka.bootstrap_servers, "group.id": unique("g"),
+              "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    stream = KafkaUtils.createDirectStream(ssc, LocationStrategies.PreferConsistent,
+                                           ConsumerStrategies.Subscribe([topic], params))
+    seen: list[Any] = []
+    stream.map(RecordDecoder(value=AvroDecoder(registry))).foreachRDD(
+        lambda rdd: seen.extend(r.value for r in rdd.collect()))
+
+    ssc.start()
+    wait_until(lambda: len(seen) >= 4, "four decoded records from the stream")
+    ssc.stop(stopSparkContext=False)
+
+    assert seen == [{"name": f"s{i}", "age": i} for i in range(4)]
