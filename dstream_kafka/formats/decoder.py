@@ -108,10 +108,18 @@ class RegistryDecoder(abc.ABC):
             The registry has no schema with the record's id.
         SchemaRegistryError
             The registry failed, could not be reached or refused the credentials.
+        ConfigurationError
+            ``data`` is not bytes (records read with a ``key.deserializer`` or ``value.deserializer``).
         """
         if data is None:
             return None  # a tombstone has no schema
         field = "key" if is_key else "value"
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            # a program mistake, not a bad record: refused in skip mode too
+            raise ConfigurationError(
+                f"{type(self).__name__} needs the raw bytes of the {field}, got "
+                f"{type(data).__name__} at topic {topic!r} partition {partition} offset {offset}: "
+                f"read the records without a {field}.deserializer in kafkaParams")
         where = f"the {self.format_name} {field} of topic {topic!r} partition {partition} offset {offset}"
         schema_id: int | str | None = None
         try:

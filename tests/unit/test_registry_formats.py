@@ -148,3 +148,9 @@ def test_protobuf_values_become_plain_python_with_every_field():
 
     assert message_to_python(value) == {"kind": "BIG", "inner": {"n": 2**40},
                                         "many": [{"n": 1}, {"n": 0}], "missing": None}
+
+
+def test_values_already_deserialized_are_refused_as_a_program_mistake():
+    with pytest.raises(ConfigurationError, match="value.deserializer") as failure:
+        AvroDecoder(RegistrySettings(URL)).decode("text", topic="t", partition=0, offset=3)
+    assert "offset 3" in str(failure.value)
