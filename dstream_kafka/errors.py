@@ -23,6 +23,9 @@ Hierarchy::
     ├── OffsetStoreError (RuntimeError)          offset store failures
     │   ├── OffsetFencedError                    a commit that does not continue the stored offsets
     │   └── CorruptCheckpointError               unreadable or truncated checkpoint files
+    ├── RecordDecodeError (ValueError)          a record a Schema Registry decoder cannot decode
+    │   └── UnknownSchemaError                   its schema id is not in the registry
+    ├── SchemaRegistryError (RuntimeError)       the registry refused or failed a request
     ├── StreamingStateError (RuntimeError)       a StreamingContext used in the wrong state
     ├── ReceiverStreamNotSupportedError          0-8 createStream (use createDirectStream)
     │                     (NotImplementedError)
@@ -49,6 +52,9 @@ __all__ = [
     "OffsetStoreError",
     "OffsetFencedError",
     "CorruptCheckpointError",
+    "RecordDecodeError",
+    "UnknownSchemaError",
+    "SchemaRegistryError",
     "StreamingStateError",
     "ReceiverStreamNotSupportedError",
     "ServiceError",
@@ -123,6 +129,33 @@ class OffsetFencedError(OffsetStoreError):
 
 class CorruptCheckpointError(OffsetStoreError):
     """A checkpoint file is unreadable, truncated or of an unknown version."""
+
+
+class RecordDecodeError(DStreamKafkaError, ValueError):
+    """A record that a Schema Registry decoder cannot decode (bad framing, body or schema).
+
+    The message names the topic, partition, offset and schema id; so do the attributes.
+    """
+
+    def __init__(self, message: str, topic: str | None = None, partition: int | None = None,
+                 offset: int | None = None, schema_id: int | str | None = None) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.schema_id = schema_id
+
+    def __reduce__(self) -> tuple:
+        # keeps the attributes across the pickling between executors and the driver
+        return (type(self), (str(self), self.topic, self.partition, self.offset, self.schema_id))
+
+
+class UnknownSchemaError(RecordDecodeError):
+    """A record whose schema id the Schema Registry does not know."""
+
+
+class SchemaRegistryError(DStreamKafkaError, RuntimeError):
+    """The Schema Registry could not be reached, refused the credentials or failed a request."""
 
 
 class StreamingStateError(DStreamKafkaError, RuntimeError):

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from dstream_kafka.operate.services.hbase import HBaseServer
     from dstream_kafka.operate.services.kafka import KafkaCluster
     from tests.support.postgres import PostgresServer
+    from tests.support.registry import ApicurioRegistry, GatedRegistry
     from tests.support.spark_cluster import SparkStandaloneCluster
     from tests.support.zookeeper import ZooKeeperServer
 
@@ -138,6 +139,31 @@ def zookeeper() -> Iterator[ZooKeeperServer]:
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[ApicurioRegistry]:
+    """Apicurio Registry (Confluent-compatible API at ``.url``) on 127.0.0.1, in memory."""
+    from tests.support.registry import ApicurioRegistry
+
+    server = ApicurioRegistry()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def secured_schema_registry(schema_registry: ApicurioRegistry,
+                            tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatedRegistry]:
+    """The registry behind HTTPS (``.pki.ca_pem``) and basic auth (``.user``, ``.password``)."""
+    from tests.support.registry import GatedRegistry
+    from tests.support.tls import make_pki
+
+    gate = GatedRegistry(schema_registry, make_pki(tmp_path_factory.mktemp("registry-pki")),
+                         "registry-user", "sr-" + uuid.uuid4().hex)
+    gate.start()
+    yield gate
+    gate.stop()
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,9 @@ read as a user's program would:
 ``POSTGRES_DSN``
     the session's PostgreSQL server (started only for a block that reads it);
 ``HBASE_THRIFT``
-    ``host:port`` of the session's HBase Thrift1 gateway (started only for a block that reads it).
+    ``host:port`` of the session's HBase Thrift1 gateway (started only for a block that reads it);
+``SCHEMA_REGISTRY_URL``
+    the session's Schema Registry (Apicurio's Confluent API; started only for a block that reads it).
 
 A streaming example ends with ``ssc.awaitTermination()``, which waits for a stop as a program
 does; the test stops the example's ``ssc`` gracefully once its ``stream`` has read every record
@@ -80,6 +82,8 @@ def example_env(request: pytest.FixtureRequest, kafka: Any, events: str, sc: Any
     if "HBASE_THRIFT" in request.node.callspec.params["code"]:
         hbase = request.getfixturevalue("hbase")
         monkeypatch.setenv("HBASE_THRIFT", hbase.thrift_url)
+    if "SCHEMA_REGISTRY_URL" in request.node.callspec.params["code"]:
+        monkeypatch.setenv("SCHEMA_REGISTRY_URL", request.getfixturevalue("schema_registry").url)
     yield
 
 

@@ -160,6 +160,14 @@ LAYERS = [
     ("streaming", "read", "the engine knows no Kafka"),
     ("streaming", "stores", "the engine knows no Kafka"),
     ("streaming", "client", "the engine knows no Kafka"),
+    # formats decode records on executors, after reading: above read, below nothing of the driver
+    ("formats", "plan", "decoders know no batch planning"),
+    ("formats", "read", "decoders take records, not the read path"),
+    ("formats", "stores", "decoders know no offset storage"),
+    ("formats", "streaming", "decoders know no engine"),
+    ("formats", "ui", "decoders know no HTTP pages"),
+    ("read", "formats", "the read path delivers raw records; decoding is the user's choice"),
+    ("client", "formats", "client settings know no record formats"),
 ]
 
 

@@ -8,9 +8,13 @@ stamp and never touch the network.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import subprocess
+import tarfile
+import urllib.request
 from pathlib import Path
 from typing import Sequence
 from xml.sax.saxutils import escape
@@ -18,13 +22,19 @@ from xml.sax.saxutils import escape
 from dstream_kafka.errors import ServiceError
 from dstream_kafka.operate.services.environment import cache_dir, require_maven
 
-__all__ = ["resolve_classpath", "KAFKA_VERSION", "kafka_artifacts", "HBASE_VERSION", "hbase_artifacts"]
+__all__ = ["resolve_classpath", "resolve_archive", "KAFKA_VERSION", "kafka_artifacts", "HBASE_VERSION",
+           "hbase_artifacts", "APICURIO_VERSION", "apicurio_archive"]
 
 #: The Apache Kafka release the local broker runs (KRaft mode).
 KAFKA_VERSION = "4.1.1"
 _LOG4J_VERSION = "2.24.3"
 #: The Apache HBase release the local test server runs (standalone mode plus its Thrift gateway).
 HBASE_VERSION = "2.6.1"
+#: The Apicurio Registry release the test Schema Registry runs (its Confluent-compatible API).
+#: 3.0.9 is the newest 3.x that runs on Java 17 (3.3.x is built for Java 21).
+APICURIO_VERSION = "3.0.9"
+#: Where :func:`resolve_archive` downloads distribution archives from.
+MAVEN_CENTRAL = "https://repo.maven.apache.org/maven2"
 
 
 def kafka_artifacts(version: str = KAFKA_VERSION) -> list[str]:
@@ -45,6 +55,15 @@ def hbase_artifacts(version: str = HBASE_VERSION) -> list[str]:
     ``file://`` root folder and the reload4j logging binding, so it is the only coordinate needed.
     """
     return [f"org.apache.hbase:hbase-thrift:{version}"]
+
+
+def apicurio_archive(version: str = APICURIO_VERSION) -> str:
+    """Return the coordinate of Apicurio Registry's runnable Quarkus distribution.
+
+    The plain ``apicurio-registry-app`` jar is not runnable: Quarkus builds its application at
+    package time, and only the ``all`` archive holds the built runner jar with its libraries.
+    """
+    return f"io.apicurio:apicurio-registry-app:{version}:tar.gz:all"
 
 
 def _pom(artifacts: Sequence[str]) -> str:
@@ -113,3 +132,70 @@ def resolve_classpath(name: str, artifacts: Sequence[str], quiet: bool = True) -
         )
     stamp.write_text(json.dumps(wanted))
     return sorted(lib.glob("*.jar"))
+
+
+def resolve_archive(name: str, coordinate: str, timeout: float = 600.0) -> Path:
+    """Return the folder a ``.tar.gz`` artifact unpacks to, downloading and unpacking it if needed.
+
+    The archive is fetched from Maven Central by its path and checked against the ``.sha1`` file
+    published beside it. Maven itself is not used: a distribution needs none of its dependencies,
+    and Maven refuses an artifact whose parent POM is not published (Apicurio 3.0.9's is not).
+
+    Parameters
+    ----------
+    name : str
+        Folder name under ``<cache>/maven/``.
+    coordinate : str
+        ``group:artifact:version:tar.gz:classifier`` of a distribution archive.
+    timeout : float
+        Seconds allowed for each HTTP request.
+
+    Returns
+    -------
+    Path
+        The folder holding the archive's unpacked entries.
+
+    Raises
+    ------
+    ServiceError
+        When the download fails or its checksum does not match.
+    """
+    parts = coordinate.split(":")
+    if len(parts) != 5 or parts[3] != "tar.gz":
+        raise ValueError(f"archive coordinate {coordinate!r} must be group:artifact:version:tar.gz:classifier")
+    group, artifact, version, ext, classifier = parts
+    target = cache_dir() / "maven" / name
+    stamp = target / "resolved.json"
+    unpacked = target / "unpacked"
+    try:
+        if json.loads(stamp.read_text()) == [coordinate] and unpacked.is_dir():
+            return unpacked
+    except (OSError, ValueError):
+        pass  # no stamp or a broken one: fetch again
+    url = f"{MAVEN_CENTRAL}/{group.replace('.', '/')}/{artifact}/{version}/{artifact}-{version}-{classifier}.{ext}"
+    target.mkdir(parents=True, exist_ok=True)
+    download = target / f"{artifact}-{version}-{classifier}.{ext}"
+    try:
+        with urllib.request.urlopen(url + ".sha1", timeout=timeout) as answer:
+            expected = answer.read().decode("ascii").split()[0].strip().lower()
+        digest = hashlib.sha1()
+        with urllib.request.urlopen(url, timeout=timeout) as answer, open(download, "wb") as out:
+            while chunk := answer.read(1 << 20):
+                digest.update(chunk)
+                out.write(chunk)
+    except OSError as exc:
+        raise ServiceError(f"could not download {coordinate} from {url} ({exc}); Maven Central must "
+                           "be reachable the first time") from None
+    if digest.hexdigest() != expected:
+        download.unlink(missing_ok=True)
+        raise ServiceError(f"{url} has SHA-1 {digest.hexdigest()}, not the published {expected}")
+    partial = target / "unpacking"
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.rmtree(unpacked, ignore_errors=True)
+    with tarfile.open(download) as archive:
+        archive.extractall(partial, filter="data")
+    # unpack beside, then rename: an interrupted unpack never looks complete
+    partial.rename(unpacked)
+    download.unlink()
+    stamp.write_text(json.dumps([coordinate]))
+    return unpacked
