@@ -84,6 +84,15 @@ def _check_worker_python(sc: Any) -> None:
     )
 
 
+def _check_dataframe_session(spark: Any) -> None:
+    """A SparkSession, whose local workers (classic sessions only) can import dstream_kafka."""
+    from dstream_kafka.sql.frame import check_session, is_connect_session
+
+    check_session(spark)
+    if not is_connect_session(spark):
+        _check_worker_python(spark.sparkContext)
+
+
 def _check_strategy(
     strategy: Any, ranges: Sequence[OffsetRange]
 ) -> dict[TopicPartition, str | None]:
@@ -302,6 +311,84 @@ class KafkaUtils:
         rdd = KafkaRDD(sc, configs.executor, ranges, locations, settings)
         rdd.add_lost_ranges(resolution.lost)
         return rdd
+
+    @staticmethod
+    def createDataFrame(spark: Any, kafkaParams: Mapping[str, Any],
+                        offsetRanges: Sequence[OffsetRange], includeHeaders: bool = False) -> Any:
+        """Create a DataFrame in Structured Streaming's Kafka schema for exact offset ranges.
+
+        Columns ``key``, ``value`` (binary), ``topic`` (string), ``partition`` (int), ``offset``
+        (long), ``timestamp`` (timestamp), ``timestampType`` (int), and with ``includeHeaders``
+        ``headers`` (array of struct key string, value binary; null for a record without
+        headers). Spark partition ``i`` reads ``offsetRanges[i]`` through the same cached
+        executor consumers as :meth:`createRDD`, decoded into Arrow record batches
+        (``mapInArrow``); works on classic and Spark Connect sessions. Offsets without a
+        record (compaction, transaction markers, aborted records under ``read_committed``) are
+        skipped, as Structured Streaming does. ``dstream_kafka.sql.offsetRanges(df)`` returns
+        the ranges. Checks as :meth:`createRDD`, before any job; key and value deserializers
+        other than ``ByteArrayDeserializer`` are refused (the columns are binary).
+
+        Raises
+        ------
+        ConfigurationError, BrokerTimeoutError, UnknownTopicPartitionError, DataLossError
+            As :meth:`createRDD`.
+        MissingDependencyError
+            Without pyarrow (``pip install dstream_kafka[dataframe]``).
+        """
+        from dstream_kafka.sql.frame import (
+            build_dataframe, check_raw_bytes, offset_ranges_argument)
+
+        _check_dataframe_session(spark)
+        ranges = offset_ranges_argument(offsetRanges)
+        _check_no_overlap(ranges)
+        configs = ClientConfigs.of(kafkaParams)
+        check_raw_bytes(configs)
+        _validate_against_cluster(configs, ranges)
+        return build_dataframe(spark, configs, ranges, bool(includeHeaders))
+
+    @staticmethod
+    def createDataFrameFromOptions(spark: Any, kafkaParams: Mapping[str, Any],
+                                   options: Mapping[str, Any] | None = None,
+                                   **moreOptions: Any) -> Any:
+        """Create a DataFrame from Structured Streaming's batch options (offsets resolved now).
+
+        The options of :meth:`createRDDFromOptions` (``startingOffsets``, ``endingOffsets``,
+        the timestamp options, ``minPartitions``, ``maxRecordsPerPartition``,
+        ``failOnDataLoss``, ``kafkaConsumer.pollTimeoutMs``) plus ``includeHeaders``
+        (default false); the DataFrame is :meth:`createDataFrame`'s. Empty ranges are left
+        out. With ``failOnDataLoss=false`` ranges already gone when planning are returned by
+        ``dstream_kafka.sql.lostOffsetRanges(df)``; records executors find deleted while
+        reading are skipped with a warning in the executor's log.
+
+        Raises
+        ------
+        ConfigurationError, UnknownTopicPartitionError, DataLossError, BrokerTimeoutError
+            As :meth:`createRDDFromOptions`.
+        MissingDependencyError
+            Without pyarrow (``pip install dstream_kafka[dataframe]``).
+        """
+        from dstream_kafka.sql.frame import (
+            build_dataframe, check_raw_bytes, pop_include_headers, session_conf)
+
+        _check_dataframe_session(spark)
+        _check_mapping("kafkaParams", kafkaParams, '{"bootstrap.servers": "localhost:9092"}')
+        more = dict(moreOptions)
+        rest, include_headers = pop_include_headers(options, more)
+        opts = BatchOptions.parse(rest, more=more)
+        configs = ClientConfigs.of(kafkaParams)
+        check_raw_bytes(configs)
+        min_partitions = opts.given.get("minPartitions")
+        max_records = opts.given.get("maxRecordsPerPartition")
+        split_ranges([], min_partitions, max_records)  # option errors before any round trip
+        with bootstrap_errors(configs):
+            resolution = resolve_offset_ranges(configs, opts)
+        planned = split_ranges([r for r in resolution.ranges if r.count() > 0],
+                               min_partitions, max_records)
+        settings = read_settings(session_conf(spark), configs, use_cache=True,
+                                 poll_timeout_ms=opts.poll_timeout_ms)
+        settings = settings._replace(failOnDataLoss=opts.fail_on_data_loss)
+        return build_dataframe(spark, configs, [p.range for p in planned], include_headers,
+                               settings, resolution.lost)
 
     @staticmethod
     def createDirectStream(ssc: StreamingContext, locationStrategy: LocationStrategy,
