@@ -160,6 +160,11 @@ LAYERS = [
     ("streaming", "read", "the engine knows no Kafka"),
     ("streaming", "stores", "the engine knows no Kafka"),
     ("streaming", "client", "the engine knows no Kafka"),
+    ("client", "sql", "client settings know no DataFrames"),
+    ("stores", "sql", "stores know no DataFrames"),
+    ("sql", "stores", "a DataFrame reads ranges; offsets are stored by the stream"),
+    ("sql", "streaming", "DataFrames are built without the DStream engine (Spark Connect has none)"),
+    ("sql", "ui", "DataFrames know no HTTP metrics"),
 ]
 
 
