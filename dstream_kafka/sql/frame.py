@@ -95,7 +95,7 @@ def _batch_rows(spark: Any, conf: Any) -> int:
 
 def build_dataframe(
     spark: Any,
-    configs: ClientConfigs,
+    configs: ClientConfigs | Mapping[str, Any],
     ranges: Sequence[OffsetRange],
     include_headers: bool = False,
     settings: ReadSettings | None = None,
@@ -103,7 +103,8 @@ def build_dataframe(
 ) -> Any:
     """Return the DataFrame reading ``ranges`` (validated by the caller), one partition each.
 
-    ``settings`` defaults to :func:`~dstream_kafka.read.kafka_rdd.read_settings` of the
+    ``configs`` are the Kafka parameters translated (or only their executor settings, from
+    :func:`~dstream_kafka.client.kafka_params.fix_kafka_params`). ``settings`` defaults to :func:`~dstream_kafka.read.kafka_rdd.read_settings` of the
     session's configuration with the consumer cache on. Reads skip offsets without a record
     (compaction, transaction markers, aborted records under ``read_committed``), as
     Structured Streaming's Kafka source does.
@@ -120,7 +121,8 @@ def build_dataframe(
     else:
         tasks = [RangeTask(i, r.topic, r.partition, r.fromOffset, r.untilOffset)
                  for i, r in enumerate(ranges)]
-        read = range_batches(dict(configs.executor), settings, tasks, include_headers,
+        executor = configs.executor if isinstance(configs, ClientConfigs) else configs
+        read = range_batches(dict(executor), settings, tasks, include_headers,
                              _batch_rows(spark, conf))
         frame = spark.range(0, len(ranges), 1, len(ranges)).mapInArrow(read, schema)
     _infos[frame] = FrameInfo(ranges, list(lost))
@@ -149,10 +151,11 @@ def frame_info(df: Any) -> FrameInfo:
     return info
 
 
-def check_raw_bytes(configs: ClientConfigs) -> None:
+def check_raw_bytes(configs: ClientConfigs | Mapping[str, Any]) -> None:
     """Refuse key/value deserializers: the schema's key and value are binary, as in Spark."""
+    executor = configs.executor if isinstance(configs, ClientConfigs) else configs
     for field in ("key", "value"):
-        if configs.executor.get(f"{field}_deserializer") is not None:
+        if executor.get(f"{field}_deserializer") is not None:
             raise ConfigurationError(
                 f"Kafka DataFrames have binary key and value columns, so {field}.deserializer "
                 "is not supported (as in Structured Streaming's Kafka source): leave it out or "
