@@ -46,10 +46,20 @@ if TYPE_CHECKING:
 
 __all__ = ["KafkaUtils"]
 
+#: What a Spark Connect user runs instead of a direct stream (docs/guide/connect.rst).
+_CONNECT_LOOP = ("KafkaUtils.createDataFrameFromOptions(spark, kafkaParams, {startingOffsets, "
+                 "endingOffsets}) in a loop of your own, storing the ranges' untilOffsets after "
+                 "each batch (see the Spark Connect guide)")
+
 log = logging.getLogger(__name__)
 
 
-def _check_context(sc: Any) -> None:
+def _check_context(sc: Any, call: str = "KafkaUtils.createRDD",
+                   instead: str = "KafkaUtils.createDataFrame(spark, kafkaParams, offsetRanges)",
+                   ) -> None:
+    from dstream_kafka.sql.connect import refuse_connect
+
+    refuse_connect(sc, call, instead)
     if not is_active_context(sc):
         raise ConfigurationError(
             f"sc must be an active SparkContext, got {type(sc).__name__}; "
@@ -86,7 +96,8 @@ def _check_worker_python(sc: Any) -> None:
 
 def _check_dataframe_session(spark: Any) -> None:
     """A SparkSession, whose local workers (classic sessions only) can import dstream_kafka."""
-    from dstream_kafka.sql.frame import check_session, is_connect_session
+    from dstream_kafka.sql.connect import is_connect_session
+    from dstream_kafka.sql.frame import check_session
 
     check_session(spark)
     if not is_connect_session(spark):
@@ -279,7 +290,8 @@ class KafkaUtils:
         BrokerTimeoutError
             As :meth:`createRDD`.
         """
-        _check_context(sc)
+        _check_context(sc, "KafkaUtils.createRDDFromOptions",
+                       "KafkaUtils.createDataFrameFromOptions(spark, kafkaParams, options)")
         _check_mapping("kafkaParams", kafkaParams, '{"bootstrap.servers": "localhost:9092"}')
         opts = BatchOptions.parse(options, more=moreOptions)
         configs = ClientConfigs.of(kafkaParams)  # translated once, for every client below
@@ -445,8 +457,10 @@ class KafkaUtils:
             ``transaction(batch_time)``, ``lastProgress`` and ``recentProgress``.
         """
         from dstream_kafka.plan.direct_stream import DirectKafkaInputDStream
+        from dstream_kafka.sql.connect import refuse_connect
         from dstream_kafka.streaming.context import StreamingContext
 
+        refuse_connect(ssc, "KafkaUtils.createDirectStream", _CONNECT_LOOP)
         if isinstance(ssc, StreamingContext) and is_active_context(ssc.sparkContext):
             _check_worker_python(ssc.sparkContext)
         return DirectKafkaInputDStream(ssc, locationStrategy, consumerStrategy, perPartitionConfig,

@@ -26,12 +26,12 @@ from dstream_kafka.offsets import OffsetRange
 from dstream_kafka.read.kafka_rdd import read_settings
 from dstream_kafka.read.task import RangeTask, ReadSettings
 from dstream_kafka.sql.arrow import range_batches, require_pyarrow, spark_schema
+from dstream_kafka.sql.connect import is_connect_session
 
 __all__ = [
     "FrameInfo",
     "build_dataframe",
     "frame_info",
-    "is_connect_session",
     "session_conf",
 ]
 
@@ -55,11 +55,6 @@ class FrameInfo(NamedTuple):
 
     offsetRanges: list[OffsetRange]
     lostOffsetRanges: list[OffsetRange]
-
-
-def is_connect_session(spark: Any) -> bool:
-    """Return True for a Spark Connect ``SparkSession`` (its class lives in pyspark.sql.connect)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def check_session(spark: Any) -> None:

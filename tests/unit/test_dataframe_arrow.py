@@ -75,3 +75,17 @@ def test_include_headers_must_be_true_or_false():
 def test_another_dataframe_has_no_offset_ranges():
     with pytest.raises(ConfigurationError, match="not built by KafkaUtils.createDataFrame"):
         offsetRanges(object())
+
+
+def _connect_like() -> object:
+    cls = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session"})
+    return cls()
+
+
+def test_a_connect_session_is_refused_by_rdd_calls_naming_the_dataframe_call():
+    from dstream_kafka import KafkaUtils
+    from dstream_kafka.errors import SparkConnectNotSupportedError
+
+    with pytest.raises(SparkConnectNotSupportedError,
+                       match=r"KafkaUtils.createRDD needs a classic SparkContext.*createDataFrame"):
+        KafkaUtils.createRDD(_connect_like(), {"bootstrap.servers": "127.0.0.1:9"}, [])
