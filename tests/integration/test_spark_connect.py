@@ -18,6 +18,8 @@ import pytest
 
 from tests.support.connect import ROOT, connect_env
 
+from test_docs_examples import events, python_blocks  # noqa: F401 (a fixture)
+
 pytestmark = pytest.mark.integration
 
 
@@ -69,3 +71,16 @@ def test_rdd_only_calls_on_a_connect_session_name_the_dataframe_alternative(prob
     name, message = probed["refused"][call]
     assert name == "SparkConnectNotSupportedError"
     assert "Spark Connect has no RDDs" in message and instead in message
+
+
+CONNECT_EXAMPLES = [p for p in python_blocks() if p.id.startswith("docs/guide/connect.rst")]
+
+
+@pytest.mark.parametrize("code", CONNECT_EXAMPLES)
+def test_the_connect_guide_examples_run_on_a_connect_session(code, kafka, events, connect_server,
+                                                             tmp_path):
+    check = "\nassert type(spark).__module__.startswith('pyspark.sql.connect'), type(spark)\n"
+    out = subprocess.run([sys.executable, "-c", code + check], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=600, env={**connect_env(connect_server),
+                                                      "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers})
+    assert out.returncode == 0, out.stderr[-4000:]
