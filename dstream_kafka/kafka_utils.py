@@ -95,10 +95,13 @@ def _check_worker_python(sc: Any) -> None:
 
 
 def _check_dataframe_session(spark: Any) -> None:
-    """A SparkSession, whose local workers (classic sessions only) can import dstream_kafka."""
+    """pyarrow, and a SparkSession whose local workers (classic sessions only) can import
+    dstream_kafka: checked before anything else."""
+    from dstream_kafka.sql.arrow import require_pyarrow
     from dstream_kafka.sql.connect import is_connect_session
     from dstream_kafka.sql.frame import check_session
 
+    require_pyarrow()
     check_session(spark)
     if not is_connect_session(spark):
         _check_worker_python(spark.sparkContext)

@@ -99,8 +99,9 @@ def build_dataframe(
     """Return the DataFrame reading ``ranges`` (validated by the caller), one partition each.
 
     ``configs`` are the Kafka parameters translated (or only their executor settings, from
-    :func:`~dstream_kafka.client.kafka_params.fix_kafka_params`). ``settings`` defaults to :func:`~dstream_kafka.read.kafka_rdd.read_settings` of the
-    session's configuration with the consumer cache on. Reads skip offsets without a record
+    :func:`~dstream_kafka.client.kafka_params.fix_kafka_params`). ``settings`` defaults to
+    :func:`~dstream_kafka.read.kafka_rdd.read_settings` of the session's configuration with
+    the consumer cache on. Reads skip offsets without a record
     (compaction, transaction markers, aborted records under ``read_committed``), as
     Structured Streaming's Kafka source does.
     """

@@ -60,6 +60,14 @@ def test_without_pyarrow_the_error_names_the_extra(monkeypatch):
         require_pyarrow()
 
 
+def test_without_pyarrow_create_dataframe_fails_before_anything_else(monkeypatch):
+    from dstream_kafka import KafkaUtils
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(MissingDependencyError, match=r"dstream_kafka\[dataframe\]"):
+        KafkaUtils.createDataFrame(object(), {"bootstrap.servers": "127.0.0.1:9"}, [])
+
+
 @pytest.mark.parametrize("value, expected", [("TRUE", True), (" false", False), (True, True)])
 def test_include_headers_is_taken_out_of_the_options_case_insensitively(value, expected):
     more = {"includeheaders": value}
