@@ -81,6 +81,13 @@ GOALS = (
     ("drain", "dk-stream-fast", "ss-stream", 1.0,
      "streaming drain, fast backend >= 1.0x Structured Streaming availableNow"),
     ("json", "dk-rdd", "ss-udf", 1.5, "Python per-record function >= 1.5x SS Python UDF"),
+    ("drain", "dk-df-fast", "ss-batch", 2.0,
+     "DataFrame drain, fast backend >= 2x Structured Streaming batch count"),
+    ("drain", "dk-df-parquet-fast", "ss-parquet", 2.0,
+     "DataFrame to Parquet, fast backend >= 2x Structured Streaming batch to Parquet"),
+    ("drain", "dk-df-fast", "java-dstream-rdd", 1.0,
+     "DataFrame drain, fast backend >= 1.0x Spark's JVM createRDD"),
+    ("drain", "dk-df-fast", "dk-df", 1.0, "DataFrame drain: the fast backend is the faster one"),
 )
 #: The drain goals checked again at every partition count of the ``partitions`` workload.
 PARTITION_GOALS = tuple(g for g in GOALS if g[0] == "drain" and g[1].startswith("dk-rdd"))

@@ -41,6 +41,7 @@ __all__ = [
     "InvalidOffsetRangeError",
     "OffsetsJsonError",
     "UnknownTopicPartitionError",
+    "SparkConnectNotSupportedError",
     "MissingDependencyError",
     "KafkaReadError",
     "WrongOffsetError",
@@ -81,6 +82,11 @@ class OffsetsJsonError(ConfigurationError):
 
 class UnknownTopicPartitionError(ConfigurationError):
     """A topic or partition that the cluster does not have."""
+
+
+class SparkConnectNotSupportedError(ConfigurationError):
+    """An RDD or DStream call got a Spark Connect session, which has no RDDs; the message names
+    the DataFrame call to use instead."""
 
 
 class MissingDependencyError(DStreamKafkaError, ImportError):

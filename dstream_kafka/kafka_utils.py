@@ -46,10 +46,20 @@ if TYPE_CHECKING:
 
 __all__ = ["KafkaUtils"]
 
+#: What a Spark Connect user runs instead of a direct stream (docs/guide/connect.rst).
+_CONNECT_LOOP = ("KafkaUtils.createDataFrameFromOptions(spark, kafkaParams, {startingOffsets, "
+                 "endingOffsets}) in a loop of your own, storing the ranges' untilOffsets after "
+                 "each batch (see the Spark Connect guide)")
+
 log = logging.getLogger(__name__)
 
 
-def _check_context(sc: Any) -> None:
+def _check_context(sc: Any, call: str = "KafkaUtils.createRDD",
+                   instead: str = "KafkaUtils.createDataFrame(spark, kafkaParams, offsetRanges)",
+                   ) -> None:
+    from dstream_kafka.sql.connect import refuse_connect
+
+    refuse_connect(sc, call, instead)
     if not is_active_context(sc):
         raise ConfigurationError(
             f"sc must be an active SparkContext, got {type(sc).__name__}; "
@@ -82,6 +92,19 @@ def _check_worker_python(sc: Any) -> None:
         f"SparkContext is created (spark.pyspark.python works through spark-submit only), or "
         f"install dstream_kafka for {python!r}"
     )
+
+
+def _check_dataframe_session(spark: Any) -> None:
+    """pyarrow, and a SparkSession whose local workers (classic sessions only) can import
+    dstream_kafka: checked before anything else."""
+    from dstream_kafka.sql.arrow import require_pyarrow
+    from dstream_kafka.sql.connect import is_connect_session
+    from dstream_kafka.sql.frame import check_session
+
+    require_pyarrow()
+    check_session(spark)
+    if not is_connect_session(spark):
+        _check_worker_python(spark.sparkContext)
 
 
 def _check_strategy(
@@ -270,7 +293,8 @@ class KafkaUtils:
         BrokerTimeoutError
             As :meth:`createRDD`.
         """
-        _check_context(sc)
+        _check_context(sc, "KafkaUtils.createRDDFromOptions",
+                       "KafkaUtils.createDataFrameFromOptions(spark, kafkaParams, options)")
         _check_mapping("kafkaParams", kafkaParams, '{"bootstrap.servers": "localhost:9092"}')
         opts = BatchOptions.parse(options, more=moreOptions)
         configs = ClientConfigs.of(kafkaParams)  # translated once, for every client below
@@ -302,6 +326,84 @@ class KafkaUtils:
         rdd = KafkaRDD(sc, configs.executor, ranges, locations, settings)
         rdd.add_lost_ranges(resolution.lost)
         return rdd
+
+    @staticmethod
+    def createDataFrame(spark: Any, kafkaParams: Mapping[str, Any],
+                        offsetRanges: Sequence[OffsetRange], includeHeaders: bool = False) -> Any:
+        """Create a DataFrame in Structured Streaming's Kafka schema for exact offset ranges.
+
+        Columns ``key``, ``value`` (binary), ``topic`` (string), ``partition`` (int), ``offset``
+        (long), ``timestamp`` (timestamp), ``timestampType`` (int), and with ``includeHeaders``
+        ``headers`` (array of struct key string, value binary; null for a record without
+        headers). Spark partition ``i`` reads ``offsetRanges[i]`` through the same cached
+        executor consumers as :meth:`createRDD`, decoded into Arrow record batches
+        (``mapInArrow``); works on classic and Spark Connect sessions. Offsets without a
+        record (compaction, transaction markers, aborted records under ``read_committed``) are
+        skipped, as Structured Streaming does. ``dstream_kafka.sql.offsetRanges(df)`` returns
+        the ranges. Checks as :meth:`createRDD`, before any job; key and value deserializers
+        other than ``ByteArrayDeserializer`` are refused (the columns are binary).
+
+        Raises
+        ------
+        ConfigurationError, BrokerTimeoutError, UnknownTopicPartitionError, DataLossError
+            As :meth:`createRDD`.
+        MissingDependencyError
+            Without pyarrow (``pip install dstream_kafka[dataframe]``).
+        """
+        from dstream_kafka.sql.frame import (
+            build_dataframe, check_raw_bytes, offset_ranges_argument)
+
+        _check_dataframe_session(spark)
+        ranges = offset_ranges_argument(offsetRanges)
+        _check_no_overlap(ranges)
+        configs = ClientConfigs.of(kafkaParams)
+        check_raw_bytes(configs)
+        _validate_against_cluster(configs, ranges)
+        return build_dataframe(spark, configs, ranges, bool(includeHeaders))
+
+    @staticmethod
+    def createDataFrameFromOptions(spark: Any, kafkaParams: Mapping[str, Any],
+                                   options: Mapping[str, Any] | None = None,
+                                   **moreOptions: Any) -> Any:
+        """Create a DataFrame from Structured Streaming's batch options (offsets resolved now).
+
+        The options of :meth:`createRDDFromOptions` (``startingOffsets``, ``endingOffsets``,
+        the timestamp options, ``minPartitions``, ``maxRecordsPerPartition``,
+        ``failOnDataLoss``, ``kafkaConsumer.pollTimeoutMs``) plus ``includeHeaders``
+        (default false); the DataFrame is :meth:`createDataFrame`'s. Empty ranges are left
+        out. With ``failOnDataLoss=false`` ranges already gone when planning are returned by
+        ``dstream_kafka.sql.lostOffsetRanges(df)``; records executors find deleted while
+        reading are skipped with a warning in the executor's log.
+
+        Raises
+        ------
+        ConfigurationError, UnknownTopicPartitionError, DataLossError, BrokerTimeoutError
+            As :meth:`createRDDFromOptions`.
+        MissingDependencyError
+            Without pyarrow (``pip install dstream_kafka[dataframe]``).
+        """
+        from dstream_kafka.sql.frame import (
+            build_dataframe, check_raw_bytes, pop_include_headers, session_conf)
+
+        _check_dataframe_session(spark)
+        _check_mapping("kafkaParams", kafkaParams, '{"bootstrap.servers": "localhost:9092"}')
+        more = dict(moreOptions)
+        rest, include_headers = pop_include_headers(options, more)
+        opts = BatchOptions.parse(rest, more=more)
+        configs = ClientConfigs.of(kafkaParams)
+        check_raw_bytes(configs)
+        min_partitions = opts.given.get("minPartitions")
+        max_records = opts.given.get("maxRecordsPerPartition")
+        split_ranges([], min_partitions, max_records)  # option errors before any round trip
+        with bootstrap_errors(configs):
+            resolution = resolve_offset_ranges(configs, opts)
+        planned = split_ranges([r for r in resolution.ranges if r.count() > 0],
+                               min_partitions, max_records)
+        settings = read_settings(session_conf(spark), configs, use_cache=True,
+                                 poll_timeout_ms=opts.poll_timeout_ms)
+        settings = settings._replace(failOnDataLoss=opts.fail_on_data_loss)
+        return build_dataframe(spark, configs, [p.range for p in planned], include_headers,
+                               settings, resolution.lost)
 
     @staticmethod
     def createDirectStream(ssc: StreamingContext, locationStrategy: LocationStrategy,
@@ -358,8 +460,10 @@ class KafkaUtils:
             ``transaction(batch_time)``, ``lastProgress`` and ``recentProgress``.
         """
         from dstream_kafka.plan.direct_stream import DirectKafkaInputDStream
+        from dstream_kafka.sql.connect import refuse_connect
         from dstream_kafka.streaming.context import StreamingContext
 
+        refuse_connect(ssc, "KafkaUtils.createDirectStream", _CONNECT_LOOP)
         if isinstance(ssc, StreamingContext) and is_active_context(ssc.sparkContext):
             _check_worker_python(ssc.sparkContext)
         return DirectKafkaInputDStream(ssc, locationStrategy, consumerStrategy, perPartitionConfig,

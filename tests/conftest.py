@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from dstream_kafka.operate.services.hbase import HBaseServer
     from dstream_kafka.operate.services.kafka import KafkaCluster
+    from tests.support.connect import ConnectServer
     from tests.support.postgres import PostgresServer
     from tests.support.registry import ApicurioRegistry, GatedRegistry
     from tests.support.spark_cluster import SparkStandaloneCluster
@@ -117,6 +118,19 @@ def spark_cluster() -> Iterator[SparkStandaloneCluster]:
     cluster.start()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_server() -> Iterator[ConnectServer]:
+    """A Spark Connect server on local[2] with Spark's Kafka connector (started on demand)."""
+    from benchmarks.jars import sql_kafka_jars
+    from tests.support.connect import ConnectServer
+
+    _, jars = sql_kafka_jars()
+    server = ConnectServer(jars=jars)
+    server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -58,6 +58,15 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in [
               "dstream_kafka KafkaUtils.createRDD over the whole topic, mapPartitions"),
     Contender("dk-rdd-fast", "dstream_kafka", ("drain", "json", "partitions"), "python",
               "dk-rdd with spark.streaming.kafka.consumer.backend=confluent-kafka"),
+    Contender("dk-df", "dstream_kafka", ("drain",), "python",
+              "dstream_kafka KafkaUtils.createDataFrame over the whole topic (Arrow, mapInArrow), "
+              "count()"),
+    Contender("dk-df-fast", "dstream_kafka", ("drain",), "python",
+              "dk-df with spark.streaming.kafka.consumer.backend=confluent-kafka"),
+    Contender("dk-df-parquet", "dstream_kafka", ("drain",), "python",
+              "dk-df written to Parquet (key, value, topic, partition, offset, timestamp)"),
+    Contender("dk-df-parquet-fast", "dstream_kafka", ("drain",), "python",
+              "dk-df-parquet with spark.streaming.kafka.consumer.backend=confluent-kafka"),
     Contender("dk-stream", "dstream_kafka", ("drain", "json", "overhead", "steady", "exactly-once",
                                              "planning", "soak"),
               "python",
@@ -78,6 +87,8 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in [
               "dk-stream-cluster with spark.streaming.kafka.consumer.backend=confluent-kafka"),
     Contender("ss-batch", "structured", ("drain", "partitions"), "python",
               "Structured Streaming batch read, load().count()"),
+    Contender("ss-parquet", "structured", ("drain",), "python",
+              "Structured Streaming batch read written to Parquet (the rival of dk-df-parquet)"),
     Contender("ss-stream", "structured", ("drain", "overhead", "steady", "exactly-once"), "python",
               "Structured Streaming availableNow + foreachBatch count, ~10 batches; overhead: "
               "processingTime trigger on the idle topic (no batch runs, durationMs per trigger); "

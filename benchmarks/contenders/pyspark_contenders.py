@@ -121,6 +121,8 @@ def _ss_batch(spark: Any, spec: dict[str, Any]) -> dict[str, Any]:
     name = spec["contender"]
     if name == "ss-batch":
         return {"records": df.count()}
+    if name == "ss-parquet":
+        return _to_parquet(df, spec)
     if name == "ss-udf":
         @F.udf(returnType=LongType())
         def field_sum(value: bytes) -> int:
@@ -133,6 +135,30 @@ def _ss_batch(spark: Any, spec: dict[str, Any]) -> dict[str, Any]:
         row = df.select(parsed.alias("d")).agg(
             F.count("*"), F.sum(F.col("d.a").cast("long") + F.col("d.b").cast("long"))).first()
     return {"records": int(row[0]), "checksum": int(row[1])}
+
+
+def _to_parquet(df: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """Write ``df``'s columns but the headers to Parquet in a new folder; records from offsets."""
+    out = tempfile.mkdtemp(prefix="bench-parquet-")
+    try:
+        df.select("key", "value", "topic", "partition", "offset", "timestamp") \
+            .write.mode("overwrite").parquet(out)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return {"records": sum(int(e) for e in spec["topic"]["end_offsets"].values())}
+
+
+def _dk_dataframe(spark: Any, spec: dict[str, Any], ends: dict[int, int]) -> dict[str, Any]:
+    """``KafkaUtils.createDataFrame`` over ``[0, end)`` of every partition: count or Parquet."""
+    from dstream_kafka import KafkaUtils, OffsetRange
+
+    topic = spec["topic"]["name"]
+    df = KafkaUtils.createDataFrame(
+        spark, {"bootstrap.servers": spec["bootstrap"], "group.id": f"bench-{spec['contender']}"},
+        [OffsetRange(topic, p, 0, end) for p, end in sorted(ends.items())])
+    if base_name(spec["contender"]) == "dk-df-parquet":
+        return _to_parquet(df, spec)
+    return {"records": df.count()}
 
 
 def _ss_stream(spark: Any, spec: dict[str, Any], workdir: str) -> dict[str, Any]:
@@ -439,6 +465,8 @@ def run_pyspark(spec: dict[str, Any]) -> dict[str, Any]:
         elif name == "dk-stream":
             out = adapter.stream_drain(spark.sparkContext, spec["bootstrap"], topic["name"], ends,
                                        kind, STREAM_BATCH_SECONDS)
+        elif name in ("dk-df", "dk-df-parquet"):
+            out = _dk_dataframe(spark, spec, ends)
         elif name == "ss-stream":
             out = _ss_stream(spark, spec, workdir)
         else:

@@ -382,6 +382,24 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         # A function of a KafkaRDD is what the base calls it with; the base is typed for any RDD.
         super().foreachRDD(cast(Any, func))
 
+    def foreachBatch(self, func: Callable[[Any, int], None], includeHeaders: bool = False) -> None:
+        """Run ``func(df, batch_id)`` on the driver for every batch, as Structured Streaming's.
+
+        ``df`` is the batch's DataFrame in Structured Streaming's Kafka schema
+        (:meth:`~dstream_kafka.read.kafka_rdd.KafkaRDD.toDF`, ``headers`` with
+        ``includeHeaders``); ``dstream_kafka.sql.offsetRanges(df)`` returns the batch's
+        ranges. ``batch_id`` is the batch time in epoch milliseconds: the same when a batch is
+        run again after a restart, and what ``stream.transaction(batch_id)`` takes. The
+        batch's offsets are committed (offset store, ``commitAsync`` queue) only after ``func``
+        and the batch's other outputs returned; when ``func`` raises, nothing is committed.
+        """
+        from dstream_kafka.streaming import datetime_to_ms
+
+        def run(time: datetime, rdd: KafkaRDD) -> None:
+            func(rdd.toDF(includeHeaders=includeHeaders), datetime_to_ms(time))
+
+        self.foreachRDD(run)
+
     # ------------------------------------------------------------------ commits
     def transaction(self, batch_time: Any) -> Any:
         """Open the offset store's transaction for one batch, to write results in it.

@@ -199,6 +199,7 @@ class KafkaRDD(PipelinedRDD[tuple[int, str, int], ConsumerRecord]):
         super().__init__(source, reader, True)
         self._offset_ranges = ranges
         self._settings = settings
+        self._kafka_config = dict(kafka_config)
         self._lost_ranges: list[OffsetRange] = []
 
     def add_lost_ranges(self, ranges: Sequence[OffsetRange]) -> None:
@@ -251,6 +252,39 @@ class KafkaRDD(PipelinedRDD[tuple[int, str, int], ConsumerRecord]):
         """
         read_lost = sorted(set(self._losses.value)) if self._losses is not None else []
         return list(self._lost_ranges) + [OffsetRange(*lost) for lost in read_lost]
+
+    def toDF(self, schema: Any = None, sampleRatio: float | None = None, *,
+             includeHeaders: bool = False, spark: Any = None) -> Any:
+        """Return a DataFrame of this RDD's ranges in Structured Streaming's Kafka schema.
+
+        Given ``schema`` or ``sampleRatio``, PySpark's own ``RDD.toDF`` converts the
+        :class:`~dstream_kafka.record.ConsumerRecord` tuples instead.
+
+        The DataFrame of :meth:`~dstream_kafka.kafka_utils.KafkaUtils.createDataFrame` (one
+        Spark partition per range, ``dstream_kafka.sql.offsetRanges(df)``), read with this
+        RDD's Kafka parameters and read settings when it runs: it reads Kafka, not records
+        this RDD may have persisted. ``spark`` defaults to the active session of this RDD's
+        context. Ranges lost when planning are ``dstream_kafka.sql.lostOffsetRanges(df)``.
+
+        Raises
+        ------
+        ConfigurationError
+            When the RDD's Kafka parameters have a key or value deserializer (the columns are
+            binary).
+        MissingDependencyError
+            Without pyarrow (``pip install dstream_kafka[dataframe]``).
+        """
+        from pyspark.sql import SparkSession
+
+        from dstream_kafka.sql.frame import build_dataframe, check_raw_bytes
+
+        if schema is not None or sampleRatio is not None:
+            return super().toDF(schema, sampleRatio)
+        check_raw_bytes(self._kafka_config)
+        if spark is None:
+            spark = SparkSession.builder.getOrCreate()
+        return build_dataframe(spark, self._kafka_config, self._offset_ranges,
+                               bool(includeHeaders), self._settings, self._lost_ranges)
 
     def preferredLocations(self, split: int) -> list[str]:
         """Return the Spark preferred locations of partition ``split`` (read from the JVM)."""

@@ -168,6 +168,11 @@ LAYERS = [
     ("formats", "ui", "decoders know no HTTP pages"),
     ("read", "formats", "the read path delivers raw records; decoding is the user's choice"),
     ("client", "formats", "client settings know no record formats"),
+    ("client", "sql", "client settings know no DataFrames"),
+    ("stores", "sql", "stores know no DataFrames"),
+    ("sql", "stores", "a DataFrame reads ranges; offsets are stored by the stream"),
+    ("sql", "streaming", "DataFrames are built without the DStream engine (Spark Connect has none)"),
+    ("sql", "ui", "DataFrames know no HTTP metrics"),
 ]
 
 
