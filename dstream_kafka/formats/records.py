@@ -23,7 +23,7 @@ from dstream_kafka.record import ConsumerRecord
 __all__ = ["RecordDecoder", "decode_records", "DecodedRecords", "SkippedRecord", "SkippedRecords",
            "ON_ERROR"]
 
-_log = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 #: The choices of ``on_error``.
 ON_ERROR = ("fail", "skip")
@@ -120,7 +120,7 @@ def _skipping(decoder: RecordDecoder, accumulator: Any, limit: int,
                 if len(first) < limit:
                     first.append(SkippedRecord(record.topic, record.partition, record.offset,
                                                exc.schema_id, str(exc)))
-                    _log.warning("skipped a record (on_error='skip'): %s", exc)
+                    log.warning("skipped a record (on_error='skip'): %s", exc)
     finally:
         # once per partition, also when the consumer stops early (take, first)
         if count:
