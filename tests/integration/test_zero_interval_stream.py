@@ -1,0 +1,106 @@
+"""Issue #30 part 1: ``StreamingContext(sc, 0)``, batches back to back with no fixed interval,
+against the real broker and Spark: an idle stream runs no Spark job and checks for data at the
+polling delay; records are read exactly once and committed in order, also with two batches
+in flight; what needs an interval is refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetStores
+from dstream_kafka.errors import ConfigurationError
+
+from stream_runs import Run, params, values
+from support import wait_until
+
+
+def _jobs(sc: Any) -> set[int]:
+    """Every Spark job the status tracker knows (none of ours sets a job group)."""
+    return set(sc.statusTracker().getJobIdsForGroup(None))
+
+
+def _start(make_ssc: Any, kafka: Any, topic: str, group: str, **stream_args: Any) -> Run:
+    context = make_ssc(0)
+    stream = KafkaUtils.createDirectStream(
+        context, LocationStrategies.PreferConsistent,
+        ConsumerStrategies.Subscribe([topic], params(kafka, group)), **stream_args)
+    run = Run(context, stream)
+    context.start()
+    return run
+
+
+def test_an_idle_stream_of_batch_duration_zero_submits_no_spark_job_and_polls_at_the_delay(
+        kafka, make_ssc, unique, sc, spark_conf):
+    spark_conf("spark.streaming.pollingDelay", "20ms")
+    topic = unique("idle")
+    kafka.create_topic(topic, partitions=2)
+    run = _start(make_ssc, kafka, topic, unique("g"))
+    kafka.produce(topic, values("a", 4))
+    assert run.wait_for(4) == values("a", 4)
+    scheduler = run.context._scheduler
+    # the batch that read them has completed, and the loop is back to checking for data
+    wait_until(lambda: scheduler.empty_polls >= 1 and not sc.statusTracker().getActiveJobsIds(),
+               "the stream to go idle")
+    jobs, batches, polls = _jobs(sc), run.batches, scheduler.empty_polls
+    assert jobs  # the tracker sees the jobs of the batch that read the records
+    started = run.context.sparkContext._jvm.System.nanoTime()
+    wait_until(lambda: scheduler.empty_polls >= polls + 30, "30 empty checks for data")
+    elapsed_ms = (run.context.sparkContext._jvm.System.nanoTime() - started) / 1e6
+    assert _jobs(sc) == jobs and run.batches == batches
+    assert elapsed_ms >= 28 * 20  # at most one check per polling delay: no spin
+    kafka.produce(topic, ["late"])
+    assert run.wait_for(5) == sorted(values("a", 4) + ["late"])
+
+
+def test_two_concurrent_jobs_of_batch_duration_zero_read_each_record_once_and_commit_in_order(
+        kafka, make_ssc, unique, tmp_path, spark_conf):
+    spark_conf("spark.streaming.concurrentJobs", "2")
+    topic, group = unique("pipelined"), unique("g")
+    kafka.create_topic(topic, partitions=2)
+    store = OffsetStores.sqlite(str(tmp_path / "offsets.db"))
+    run = _start(make_ssc, kafka, topic, group, offsetStore=store,
+                 options={"startingOffsets": "earliest"})
+    for chunk in range(6):  # while batches run
+        kafka.produce(topic, values(f"c{chunk}-", 20))
+    expected = sorted(v for chunk in range(6) for v in values(f"c{chunk}-", 20))
+    assert run.wait_for(120) == expected
+    wait_until(lambda: sum(store.load(group).values()) == 120, "every offset committed")
+    run.context.stop(stopSparkContext=False, stopGraceFully=True)
+    assert sorted(run.read()) == expected  # nothing read twice
+    times = [record.batch_time_ms for record in reversed(store.history(group, limit=100))]
+    assert times == sorted(times) and len(set(times)) == len(times)
+
+
+def test_batch_duration_zero_refuses_a_window_operation_at_start(make_ssc):
+    context = make_ssc(0)
+    context.queueStream([[1]]).window(1.0).pprint()
+    with pytest.raises(ConfigurationError, match="fixed batch interval"):
+        context.start()
+
+
+def test_batch_duration_zero_refuses_a_source_that_cannot_tell_when_data_arrives(make_ssc, tmp_path):
+    context = make_ssc(0)
+    context.textFileStream(str(tmp_path)).pprint()
+    with pytest.raises(ConfigurationError, match="cannot tell when new data arrives"):
+        context.start()
+
+
+def test_batch_duration_zero_refuses_backpressure_when_the_stream_is_created(
+        kafka, make_ssc, unique, spark_conf):
+    spark_conf("spark.streaming.backpressure.enabled", "true")
+    with pytest.raises(ConfigurationError, match="maxOffsetsPerTrigger"):
+        KafkaUtils.createDirectStream(
+            make_ssc(0), LocationStrategies.PreferConsistent,
+            ConsumerStrategies.Subscribe([unique("t")], params(kafka, unique("g"))))
+
+
+def test_a_queue_stream_of_batch_duration_zero_runs_one_batch_per_queued_item(make_ssc):
+    context = make_ssc(0)
+    batches: list[list[int]] = []
+    context.queueStream([[1, 2], [3]]).foreachRDD(lambda rdd: batches.append(rdd.collect()))
+    context.start()
+    wait_until(lambda: len(batches) >= 2, "both queued items")
+    wait_until(lambda: context._scheduler.empty_polls >= 5, "the queue to be checked again")
+    assert batches == [[1, 2], [3]]
