@@ -66,6 +66,9 @@ __all__ = ["API_TIMEOUT_MS", "BatchProgress", "CommitCallback", "DirectKafkaInpu
 
 log = logging.getLogger(__name__)
 
+#: With ``batchDuration=0``: the longest time between two look-ups for new partitions.
+DISCOVERY_PERIOD_S = 1.0
+
 class PlannedBatch(NamedTuple):
     """One engine batch as the stream planned it, kept until the batch completes or fails.
 
@@ -174,6 +177,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._gate = None if low is None else TriggerGate(low, start_options.max_trigger_delay_ms)
         self._peeked: dict[TopicPartition, int] | None = None  # latest offsets has_new_data saw
         self._last_plan = time.monotonic()  # batchDuration=0: rates apply to the time since
+        self._discovered = float("-inf")  # batchDuration=0: when partitions were last looked for
         if offsetStore is not None and self._group_id is None:
             raise ConfigurationError(
                 "an offset store needs kafkaParams['group.id'] to know whose offsets to keep; "
@@ -241,7 +245,13 @@ class DirectKafkaInputDStream(InputDStream[Any]):
 
     def latestOffsets(self) -> dict[TopicPartition, int]:
         """Return the latest offset of every assigned partition, tracking new and revoked ones."""
-        self._member.paranoid_poll()
+        # Without an interval, partition discovery (a metadata refresh, which kafka-python
+        # spaces by retry.backoff.ms, 100 ms) runs at most once a second, not at every check.
+        now = time.monotonic()
+        discover = self._ssc.batch_duration > 0 or now - self._discovered >= DISCOVERY_PERIOD_S
+        if discover:
+            self._discovered = now
+        self._member.paranoid_poll(discover)
         consumer = self._driver()
         parts = self._member.assignment()
         self._positions.track(consumer, parts, self.offsetStore)

@@ -5,6 +5,7 @@ in flight; what needs an interval is refused."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -104,3 +105,28 @@ def test_a_queue_stream_of_batch_duration_zero_runs_one_batch_per_queued_item(ma
     wait_until(lambda: len(batches) >= 2, "both queued items")
     wait_until(lambda: context._scheduler.empty_polls >= 5, "the queue to be checked again")
     assert batches == [[1, 2], [3]]
+
+
+def test_an_idle_zero_interval_stream_checks_for_data_without_waiting_for_a_metadata_refresh(
+        kafka, make_ssc, unique, spark_conf):
+    spark_conf("spark.streaming.pollingDelay", "10ms")
+    topic = unique("quick")
+    kafka.create_topic(topic, partitions=2)
+    run = _start(make_ssc, kafka, topic, unique("g"))
+    scheduler = run.context._scheduler
+    wait_until(lambda: scheduler.empty_polls >= 5, "the first checks")
+    polls, started = scheduler.empty_polls, time.monotonic()
+    wait_until(lambda: scheduler.empty_polls >= polls + 50, "50 more checks")
+    # a check that refreshed the metadata waited kafka-python's 100 ms metadata backoff
+    assert time.monotonic() - started < 4.0
+
+
+def test_a_partition_added_to_a_zero_interval_streams_topic_is_read(kafka, make_ssc, unique):
+    topic = unique("grow")
+    kafka.create_topic(topic, partitions=1)
+    run = _start(make_ssc, kafka, topic, unique("g"))
+    kafka.produce(topic, ["p0"], partition=0)
+    run.wait_for(1)
+    kafka.add_partitions(topic, 2)
+    kafka.produce(topic, ["p1"], partition=1)
+    assert run.wait_for(2) == ["p0", "p1"]
