@@ -130,3 +130,30 @@ def test_a_partition_added_to_a_zero_interval_streams_topic_is_read(kafka, make_
     kafka.add_partitions(topic, 2)
     kafka.produce(topic, ["p1"], partition=1)
     assert run.wait_for(2) == ["p0", "p1"]
+
+
+def test_a_checkpointed_zero_interval_stream_resumes_after_a_restart_where_it_stopped(
+        kafka, sc, contexts, unique, tmp_path):
+    from dstream_kafka.streaming import StreamingContext
+
+    topic, group, folder = unique("resume"), unique("g"), str(tmp_path / "checkpoint")
+    kafka.create_topic(topic, partitions=2)
+    runs: list[Run] = []
+
+    def setup() -> StreamingContext:
+        context = StreamingContext(sc, 0)
+        contexts.append(context)
+        stream = KafkaUtils.createDirectStream(
+            context, LocationStrategies.PreferConsistent,
+            ConsumerStrategies.Subscribe([topic], params(kafka, group)),
+            options={"startingOffsets": "earliest"})
+        runs.append(Run(context, stream))
+        return context
+
+    kafka.produce(topic, values("a", 6))
+    StreamingContext.getOrCreate(folder, setup).start()
+    assert runs[0].wait_for(6) == values("a", 6)
+    runs[0].context.stop(stopSparkContext=False, stopGraceFully=True)
+    kafka.produce(topic, values("b", 4))
+    StreamingContext.getOrCreate(folder, setup).start()
+    assert runs[1].wait_for(4) == values("b", 4)  # nothing of the first run again
