@@ -178,6 +178,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._peeked: dict[TopicPartition, int] | None = None  # latest offsets has_new_data saw
         self._last_plan = time.monotonic()  # batchDuration=0: rates apply to the time since
         self._discovered = float("-inf")  # batchDuration=0: when partitions were last looked for
+        self._completed_time: int | None = None  # the batch time of the last completed batch
         if offsetStore is not None and self._group_id is None:
             raise ConfigurationError(
                 "an offset store needs kafkaParams['group.id'] to know whose offsets to keep; "
@@ -397,8 +398,14 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._commits.send(self._commit_async)
         commit_ms = (time.perf_counter() - started) * 1000.0
         processing = batch_info.processing_delay
+        # batchDuration=0: the input rate is over the time since the previous batch (batch times
+        # are then the wall clock at planning)
+        since, self._completed_time = self._completed_time, batch_time
+        seconds = self._ssc.batch_duration
+        if not seconds and since is not None:
+            seconds = (batch_time - since) / 1000.0
         progress = self._progress.record(
-            batch_time, batch.ranges, batch.behind, self._ssc.batch_duration, processing,
+            batch_time, batch.ranges, batch.behind, seconds, processing,
             batch_info.scheduling_delay, batch.planMs, commit_ms)
         if self.rateController is not None:
             self.rateController.on_batch_completed(batch_info.processing_end_time,

@@ -53,6 +53,9 @@ def test_an_idle_stream_of_batch_duration_zero_submits_no_spark_job_and_polls_at
     assert elapsed_ms >= 28 * 20  # at most one check per polling delay: no spin
     kafka.produce(topic, ["late"])
     assert run.wait_for(5) == sorted(values("a", 4) + ["late"])
+    # the input rate is over the time since the previous batch, there being no interval
+    wait_until(lambda: len(run.stream.recentProgress) >= 2, "the progress of both batches")
+    assert run.stream.recentProgress[-1].inputRate > 0
 
 
 def test_two_concurrent_jobs_of_batch_duration_zero_read_each_record_once_and_commit_in_order(
