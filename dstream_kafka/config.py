@@ -28,6 +28,7 @@ __all__ = [
     "BACKPRESSURE_ENABLED",
     "BACKPRESSURE_INITIAL_RATE",
     "CONCURRENT_JOBS",
+    "POLLING_DELAY",
     "CONSUMER_BACKEND",
     "CONSUMER_BACKENDS",
     "CONSUMER_CACHE_ENABLED",
@@ -93,6 +94,9 @@ PID_MIN_RATE = "spark.streaming.backpressure.pid.minRate"
 STOP_GRACEFULLY_ON_SHUTDOWN = "spark.streaming.stopGracefullyOnShutdown"
 GRACEFUL_STOP_TIMEOUT = "spark.streaming.gracefulStopTimeout"
 CONCURRENT_JOBS = "spark.streaming.concurrentJobs"
+#: With ``batchDuration=0``: the pause between two checks for new data while none arrives
+#: (Structured Streaming's ``spark.sql.streaming.pollingDelay``, 10 ms).
+POLLING_DELAY = "spark.streaming.pollingDelay"
 #: How long a file stream remembers the files it read (Spark reads it in seconds).
 FILE_STREAM_MIN_REMEMBER = "spark.streaming.fileStream.minRememberDuration"
 # Spark core
@@ -138,6 +142,7 @@ DEFAULTS: Mapping[str, str | None] = {
     STOP_GRACEFULLY_ON_SHUTDOWN: "false",
     GRACEFUL_STOP_TIMEOUT: None,  # unset: 10 batch intervals
     CONCURRENT_JOBS: "1",
+    POLLING_DELAY: "10ms",
     FILE_STREAM_MIN_REMEMBER: "60s",
     NETWORK_TIMEOUT: "120s",
     CONSUMER_BACKEND: "kafka-python",
@@ -476,6 +481,16 @@ class SparkConfReader:
         return self.get_int(CONCURRENT_JOBS, minimum=1)
 
     @property
+    def polling_delay_ms(self) -> int:
+        """``spark.streaming.pollingDelay`` in ms (default 10ms; at least 1 ms, so an idle
+        stream of ``batchDuration=0`` never spins)."""
+        value = self.get_time_ms(POLLING_DELAY)
+        if value < 1:
+            raise _bad(POLLING_DELAY, self.get_raw(POLLING_DELAY), "a time of at least 1 ms",
+                       "10ms")
+        return value
+
+    @property
     def file_stream_min_remember_ms(self) -> int:
         """``spark.streaming.fileStream.minRememberDuration`` in ms (default 60s; a bare
         number is seconds and the value is truncated to whole seconds, as Spark reads it)."""
@@ -558,5 +573,6 @@ _STREAM_PROPERTIES = (
     "max_retries", "retry_backoff_ms", "lookup_timeout_ms", "assignment_timeout_ms",
     "backpressure_enabled", "backpressure_initial_rate", "pid_proportional", "pid_integral",
     "pid_derived", "pid_min_rate", "stop_gracefully_on_shutdown", "concurrent_jobs",
+    "polling_delay_ms",
     "consumer_backend",
 )

@@ -41,10 +41,12 @@ from dstream_kafka.plan.progress import BatchProgress, ProgressTracker, describe
 from dstream_kafka.plan.rate import (
     DefaultPerPartitionConfig,
     PerPartitionConfig,
+    TriggerGate,
     clamp,
     max_offsets_per_trigger_limit,
 )
 from dstream_kafka.plan.positions import PartitionPositions
+from dstream_kafka.plan.range_calculator import split_ranges
 from dstream_kafka.plan.start_positions import API_TIMEOUT_MS
 from dstream_kafka.plan.stream_options import StartOptions
 from dstream_kafka.stores.base import check_offset_store
@@ -63,6 +65,9 @@ if TYPE_CHECKING:
 __all__ = ["API_TIMEOUT_MS", "BatchProgress", "CommitCallback", "DirectKafkaInputDStream"]
 
 log = logging.getLogger(__name__)
+
+#: With ``batchDuration=0``: the longest time between two look-ups for new partitions.
+DISCOVERY_PERIOD_S = 1.0
 
 class PlannedBatch(NamedTuple):
     """One engine batch as the stream planned it, kept until the batch completes or fails.
@@ -133,6 +138,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
             raise ConfigurationError(
                 f"maxOffsetsPerTrigger must be a positive int, got {maxOffsetsPerTrigger!r}")
         start_options = StartOptions.parse(options, failOnDataLoss).checked(consumerStrategy)
+        maxOffsetsPerTrigger = start_options.max_offsets(maxOffsetsPerTrigger)
         check_offset_store(offsetStore)
         # Every stream key at once, before the stream joins the graph: not in the first batch.
         SparkConfReader(ssc.sparkContext.getConf()).check_stream_settings()
@@ -154,6 +160,10 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._planned: dict[int, PlannedBatch] = {}  # by engine batch time
         self._progress = ProgressTracker()
         self.rateController: RateController | None = None
+        if conf.backpressure_enabled and ssc.batch_duration == 0:
+            raise ConfigurationError(
+                "spark.streaming.backpressure.enabled needs a fixed batch interval, which "
+                "batchDuration=0 has not; cap batches with maxOffsetsPerTrigger instead")
         if conf.backpressure_enabled:
             estimator = create_rate_estimator(conf, int(ssc.batch_duration * 1000))
             self.rateController = RateController(self.id, estimator)
@@ -163,6 +173,12 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._lookup_timeout_ms = conf.lookup_timeout_ms
         self._use_cache = conf.consumer_cache_enabled
         self._read_settings: Any = None
+        low = start_options.min_offsets_per_trigger
+        self._gate = None if low is None else TriggerGate(low, start_options.max_trigger_delay_ms)
+        self._peeked: dict[TopicPartition, int] | None = None  # latest offsets has_new_data saw
+        self._last_plan = time.monotonic()  # batchDuration=0: rates apply to the time since
+        self._discovered = float("-inf")  # batchDuration=0: when partitions were last looked for
+        self._completed_time: int | None = None  # the batch time of the last completed batch
         if offsetStore is not None and self._group_id is None:
             raise ConfigurationError(
                 "an offset store needs kafkaParams['group.id'] to know whose offsets to keep; "
@@ -230,7 +246,13 @@ class DirectKafkaInputDStream(InputDStream[Any]):
 
     def latestOffsets(self) -> dict[TopicPartition, int]:
         """Return the latest offset of every assigned partition, tracking new and revoked ones."""
-        self._member.paranoid_poll()
+        # Without an interval, partition discovery (a metadata refresh, which kafka-python
+        # spaces by retry.backoff.ms, 100 ms) runs at most once a second, not at every check.
+        now = time.monotonic()
+        discover = self._ssc.batch_duration > 0 or now - self._discovered >= DISCOVERY_PERIOD_S
+        if discover:
+            self._discovered = now
+        self._member.paranoid_poll(discover)
         consumer = self._driver()
         parts = self._member.assignment()
         self._positions.track(consumer, parts, self.offsetStore)
@@ -262,7 +284,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
     def _clamp(self, latest: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         current = {tp: self.currentOffsets[tp] for tp in latest}
         rate = estimated_rate(self.rateController, self.initialRate)
-        until = clamp(latest, current, self._ssc.batch_duration, self.perPartitionConfig, rate)
+        seconds = self._ssc.batch_duration or time.monotonic() - self._last_plan
+        until = clamp(latest, current, seconds, self.perPartitionConfig, rate)
         if self.maxOffsetsPerTrigger is not None:
             capped = max_offsets_per_trigger_limit(self.maxOffsetsPerTrigger, current, until)
             until = {tp: min(until[tp], capped[tp]) for tp in until}
@@ -270,17 +293,49 @@ class DirectKafkaInputDStream(InputDStream[Any]):
             until = self._bounded.limit(until, current)
         return until
 
+    def _held_back(self, latest: Mapping[TopicPartition, int], now_ms: float) -> bool:
+        """Whether minOffsetsPerTrigger holds this batch's new offsets back (not in a bounded
+        run, which reads to its end as Trigger.AvailableNow)."""
+        if self._gate is None or self._bounded is not None:
+            return False
+        new = sum(max(end - self.currentOffsets.get(tp, end), 0) for tp, end in latest.items())
+        return not self._gate.ready(new, now_ms)
+
+    def has_new_data(self) -> bool:
+        """Whether the next batch would read records (one latest-offset look-up; a context of
+        ``batchDuration=0`` asks before each batch, and the batch reuses the look-up)."""
+        with self._member.lock:
+            latest = self.latestOffsets()
+            if self._positions.replay is not None:
+                ready = True
+            elif self._held_back(latest, time.monotonic() * 1000.0):
+                ready = False
+            else:
+                until = self._clamp(latest)
+                ready = any(until[tp] > self.currentOffsets[tp] for tp in until) or (
+                    # a bounded run at its ends still plans its last batch, then stops
+                    self._bounded is not None and self._bounded.last_batch is None)
+            self._peeked = latest if ready else None
+            return ready
+
     # ------------------------------------------------------------------ batches
     def compute(self, batch_time: int) -> Any:
         started = time.perf_counter()
         self._commits.deliver()
         with self._member.lock:
-            latest = self.latestOffsets()
+            latest, self._peeked = self._peeked or self.latestOffsets(), None
             replay = self._positions.take_replay(latest)
+            now_ms = time.monotonic() * 1000.0
             if replay is not None:
                 store_time, until = replay
+            elif self._held_back(latest, now_ms):  # minOffsetsPerTrigger: an empty batch
+                store_time, until = batch_time, {tp: self.currentOffsets[tp] for tp in latest}
             else:
                 store_time, until = batch_time, self._clamp(latest)
+                if self._gate is not None and any(
+                        until[tp] > self.currentOffsets[tp] for tp in until):
+                    self._gate.fired(now_ms)
+            self._last_plan = now_ms / 1000.0
             ranges = self._positions.ranges_to(until)
             if self.offsetStore is not None:
                 self.offsetStore.plan(self._store_group, store_time, ranges, epoch=self._store_epoch)
@@ -313,8 +368,22 @@ class DirectKafkaInputDStream(InputDStream[Any]):
             self._read_settings = read_settings(
                 self._conf, self.consumerStrategy.client_configs, self._use_cache, stream=True
             )._replace(failOnDataLoss=self.failOnDataLoss)
+        pieces = self._split(ranges)
+        if pieces is not None:  # spread over every executor; the cache still keys by partition
+            return build_kafka_rdd(self._sc, self._executor_params, pieces,
+                                   locations=[None] * len(pieces),
+                                   settings=self._read_settings._replace(prePosition=False))
         return build_kafka_rdd(self._sc, self._executor_params, list(ranges), locations=locations,
                                settings=self._read_settings)
+
+    def _split(self, ranges: Sequence[OffsetRange]) -> list[OffsetRange] | None:
+        """The pieces of ``ranges`` the ``minPartitions`` option asks for, or ``None`` when it
+        is not set or the batch already has that many non-empty ranges."""
+        wanted = self.startOptions.min_partitions
+        if wanted is None:
+            return None
+        pieces = [p.range for p in split_ranges(ranges, wanted)]
+        return pieces if pieces != [r for r in ranges if r.count() > 0] else None
 
     def _leader_host(self, tp: TopicPartition) -> str | None:
         return _kafka_internals.leader_host(self._driver(), tp)
@@ -329,8 +398,14 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._commits.send(self._commit_async)
         commit_ms = (time.perf_counter() - started) * 1000.0
         processing = batch_info.processing_delay
+        # batchDuration=0: the input rate is over the time since the previous batch (batch times
+        # are then the wall clock at planning)
+        since, self._completed_time = self._completed_time, batch_time
+        seconds = self._ssc.batch_duration
+        if not seconds and since is not None:
+            seconds = (batch_time - since) / 1000.0
         progress = self._progress.record(
-            batch_time, batch.ranges, batch.behind, self._ssc.batch_duration, processing,
+            batch_time, batch.ranges, batch.behind, seconds, processing,
             batch_info.scheduling_delay, batch.planMs, commit_ms)
         if self.rateController is not None:
             self.rateController.on_batch_completed(batch_info.processing_end_time,

@@ -187,11 +187,12 @@ class DriverConsumer:
                     store.bind_consumer(self._consumer, self.lock)
             return self._consumer
 
-    def paranoid_poll(self) -> None:
-        """Find new partitions and keep the consumer in its group: a paused ``poll(0)``, then
-        short polls while a rebalance is under way (at most :data:`REJOIN_TIMEOUT_S`)."""
+    def paranoid_poll(self, discover: bool = True) -> None:
+        """Find new partitions (unless not ``discover``) and keep the consumer in its group: a
+        paused ``poll(0)``, then short polls while a rebalance is under way (at most
+        :data:`REJOIN_TIMEOUT_S`)."""
         consumer = self.get()
-        if self._subscribes:
+        if self._subscribes and discover:
             discover_partitions(consumer)
         assigned = consumer.assignment()
         if assigned:

@@ -6,7 +6,8 @@
 * Spark's backpressure (``PIDRateEstimator.scala``, ``RateController.scala``) is
   :mod:`dstream_kafka.plan.backpressure`.
 * :func:`max_offsets_per_trigger_limit` is Structured Streaming's ``maxOffsetsPerTrigger``
-  split (``KafkaMicroBatchStream.rateLimit``).
+  split (``KafkaMicroBatchStream.rateLimit``); :class:`TriggerGate` its
+  ``minOffsetsPerTrigger`` / ``maxTriggerDelay`` hold-back.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dstream_kafka.config import SparkConfReader
 __all__ = [
     "DefaultPerPartitionConfig",
     "PerPartitionConfig",
+    "TriggerGate",
     "clamp",
     "max_messages_per_partition",
     "max_offsets_per_trigger_limit",
@@ -186,3 +188,35 @@ def max_offsets_per_trigger_limit(
         off = LONG_MAX if step > LONG_MAX - begins[tp] else begins[tp] + step
         result[tp] = min(end, off)
     return result
+
+
+class TriggerGate:
+    """Structured Streaming's ``minOffsetsPerTrigger`` with ``maxTriggerDelay``
+    (``KafkaMicroBatchStream.delayBatch``): a batch reads new offsets only once at least
+    ``min_offsets`` are available, or once ``max_delay_ms`` has passed since the last batch
+    that read any (or since the start: the first batch with data is never held back).
+
+    Parameters
+    ----------
+    min_offsets : int
+        The fewest new offsets, summed over partitions, a batch waits for.
+    max_delay_ms : int
+        The longest a batch with fewer waits.
+    """
+
+    def __init__(self, min_offsets: int, max_delay_ms: int) -> None:
+        self.min_offsets = min_offsets
+        self.max_delay_ms = max_delay_ms
+        self.last_trigger_ms: float | None = None  # monotonic ms of the last batch with data
+
+    def ready(self, new_offsets: int, now_ms: float) -> bool:
+        """Whether a batch may read the ``new_offsets`` available at ``now_ms`` (monotonic)."""
+        if new_offsets <= 0:
+            return False
+        last = self.last_trigger_ms
+        return (last is None or now_ms - last >= self.max_delay_ms
+                or new_offsets >= self.min_offsets)
+
+    def fired(self, now_ms: float) -> None:
+        """Note that a batch read new offsets at ``now_ms``."""
+        self.last_trigger_ms = now_ms

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
+from dstream_kafka.config import parse_time_string
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import EARLIEST, INT64_MAX, LATEST, TopicPartition, as_topic_partition
 from dstream_kafka.offsets_json import partition_offsets_from_json, partition_offsets_to_json
@@ -43,7 +44,10 @@ OPTIONS: Mapping[str, tuple[str, ...]] = {
     "endingTimestamp": _BOTH,
     "startingOffsetsByTimestampStrategy": _BOTH,
     "failOnDataLoss": _BOTH,
-    "minPartitions": ("batch",),
+    "minPartitions": _BOTH,
+    "maxOffsetsPerTrigger": ("stream",),
+    "minOffsetsPerTrigger": ("stream",),
+    "maxTriggerDelay": ("stream",),
     "maxRecordsPerPartition": ("batch",),
     "kafkaConsumer.pollTimeoutMs": ("batch",),
 }
@@ -52,6 +56,8 @@ _IGNORED_IN_BATCH = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTrigger
 _READ_NAME = {"batch": "Kafka batch", "stream": "direct stream"}
 _EXAMPLE = {"batch": '{"subscribe": "events"}', "stream": '{"startingOffsets": "earliest"}'}
 _TIMESTAMP = "a timestamp in milliseconds since the epoch"
+#: Structured Streaming's DEFAULT_MAX_TRIGGER_DELAY: 15 minutes.
+DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
 
 
 def options_of(mode: str) -> tuple[str, ...]:
@@ -65,7 +71,9 @@ def _example(name: str) -> str:
     if name.endswith("Timestamp"):
         return "1700000000000"
     return {"failOnDataLoss": "false", "startingOffsetsByTimestampStrategy": "latest",
-            "kafkaConsumer.pollTimeoutMs": "512"}.get(name, '{"events":{"0":23,"1":-2}}')
+            "kafkaConsumer.pollTimeoutMs": "512", "minPartitions": "8",
+            "maxOffsetsPerTrigger": "10000", "minOffsetsPerTrigger": "1000",
+            "maxTriggerDelay": "5s"}.get(name, '{"events":{"0":23,"1":-2}}')
 
 
 def _text(name: str, value: Any) -> str:
@@ -100,6 +108,31 @@ def _whole(name: str, value: Any, what: str = _TIMESTAMP) -> int:
             f"option {name} is out of range: {what} is 0 to {INT64_MAX} (2**63 - 1), got "
             f"{text}; e.g. {{'{name}': '{_example(name)}'}}")
     return int(text)
+
+
+def _bad_option(name: str, value: Any, expected: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"option {name} must be {expected}, got {value!r}; e.g. {{'{name}': '{_example(name)}'}}")
+
+
+def _positive(name: str, value: Any, what: str) -> int:
+    """Read a whole number >= 1 that fits a Java long; ``what`` says what it counts."""
+    number = _whole(name, value, what)
+    if number < 1:
+        raise _bad_option(name, value, f"positive ({what}, at least 1)")
+    return number
+
+
+def _delay_ms(name: str, value: Any) -> int:
+    """Read a Spark time string (a bare number is ms), as ``Utils.timeStringAsMs``."""
+    try:
+        delay = parse_time_string(str(value).strip(), "ms", key=f"option {name}")
+    except ConfigurationError:
+        delay = -1
+    if delay < 0:
+        raise _bad_option(name, value, "a time such as '500ms', '5s' or '15m' (a bare number "
+                                       "is milliseconds, at least 0)")
+    return delay
 
 
 def _json_text(name: str, value: Any) -> str:
@@ -185,6 +218,11 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     poll_timeout_ms: int | None = None
     given: Mapping[str, Any] = field(default_factory=dict)
+    #: A stream's trigger options (Structured Streaming's names), ``None`` when not given.
+    max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
+    min_partitions: int | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any] | None, failOnDataLoss: bool | None = None, *,
@@ -221,7 +259,7 @@ class SourceOptions:
             if name in opts:
                 raise ConfigurationError(
                     f"option {name} is given twice (option names are case-insensitive)")
-            if name in _IGNORED_IN_BATCH:
+            if cls.mode == "batch" and name in _IGNORED_IN_BATCH:
                 log.warning("%s is ignored in batch reads", name)
             elif cls.mode == "stream":
                 opts[name] = _text(name, value)
@@ -242,7 +280,27 @@ class SourceOptions:
         poll = opts.get("kafkaConsumer.pollTimeoutMs")
         return cls(cls._side(opts, "starting"), cls._side(opts, "ending"), no_match, fail,
                    None if poll is None else _whole("kafkaConsumer.pollTimeoutMs", poll,
-                                                    "a time in milliseconds"), opts)
+                                                    "a time in milliseconds"), opts,
+                   **(cls._trigger(opts) if cls.mode == "stream" else {}))
+
+    @staticmethod
+    def _trigger(opts: Mapping[str, Any]) -> dict[str, Any]:
+        """A stream's trigger options, each checked as Structured Streaming checks it."""
+        top = opts.get("maxOffsetsPerTrigger")
+        low = opts.get("minOffsetsPerTrigger")
+        parts = opts.get("minPartitions")
+        delay = opts.get("maxTriggerDelay")
+        parsed: dict[str, Any] = {
+            "max_offsets_per_trigger": None if top is None else _positive(
+                "maxOffsetsPerTrigger", top, "offsets per batch"),
+            "min_offsets_per_trigger": None if low is None else _positive(
+                "minOffsetsPerTrigger", low, "offsets per batch"),
+            "min_partitions": None if parts is None else _positive(
+                "minPartitions", parts, "Spark partitions"),
+        }
+        if delay is not None:
+            parsed["max_trigger_delay_ms"] = _delay_ms("maxTriggerDelay", delay)
+        return parsed  # minOffsetsPerTrigger <= the cap: StartOptions.max_offsets
 
     @classmethod
     def _side(cls, opts: Mapping[str, Any], prefix: str) -> Side:

@@ -11,7 +11,13 @@ case-insensitive):
   record that late does);
 - ``endingOffsets`` (``latest`` or JSON, -1 latest), ``endingOffsetsByTimestamp``,
   ``endingTimestamp``: any of them makes the stream a bounded run (Trigger.AvailableNow);
-- ``failOnDataLoss`` (``true``/``false``).
+- ``failOnDataLoss`` (``true``/``false``);
+- trigger options: ``maxOffsetsPerTrigger`` (as the keyword argument), ``minOffsetsPerTrigger``
+  with ``maxTriggerDelay`` (default ``15m``): new offsets wait until at least that many are
+  available or the delay has passed since the last batch that read any (a batch of a fixed
+  interval then reads nothing; with ``batchDuration=0`` no batch runs), and ``minPartitions``:
+  batches split large ranges into at least that many Spark partitions
+  (:mod:`dstream_kafka.plan.range_calculator`).
 
 Starting options apply only to partitions the offset store knows nothing of; stored offsets win.
 A partition the JSON does not name starts where Kafka says: ``auto.offset.reset`` (the
@@ -76,6 +82,28 @@ class StartOptions(SourceOptions):
                 f"option {self.start.option} and the consumer strategy's offsets both set where "
                 "partitions start; give the offsets in one place")
         return self
+
+    def max_offsets(self, keyword: int | None) -> int | None:
+        """The batch cap: the ``maxOffsetsPerTrigger`` keyword argument or option.
+
+        Raises
+        ------
+        ConfigurationError
+            When both are given and disagree, or ``minOffsetsPerTrigger`` exceeds the cap.
+        """
+        option = self.max_offsets_per_trigger
+        if keyword is not None and option is not None and keyword != option:
+            raise ConfigurationError(
+                f"maxOffsetsPerTrigger={keyword!r} and option maxOffsetsPerTrigger={option!r} "
+                "disagree; give it once")
+        cap = keyword if keyword is not None else option
+        low = self.min_offsets_per_trigger
+        if cap is not None and low is not None and low > cap:
+            raise ConfigurationError(
+                f"The value of minOffsetPerTrigger({low}) is higher than the "
+                f"maxOffsetsPerTrigger({cap}); lower minOffsetsPerTrigger or raise "
+                "maxOffsetsPerTrigger")
+        return cap
 
     def check_cluster(self, kafkaParams: Mapping[str, Any] | ClientConfigs) -> None:
         """Refuse JSON naming topics or partitions the cluster lacks (one metadata request)."""

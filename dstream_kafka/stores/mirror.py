@@ -8,7 +8,11 @@ kafka-lag-exporter) then see the group's progress. **On by default**: without th
 ``group.id``, once the stream binds it (:meth:`~dstream_kafka.stores.base.OffsetStore.bind_consumer`);
 ``also_commit_to_kafka_group=False`` turns it off. The mirror is best effort: a failure logs a
 warning (at most one a minute) and never fails the batch, and the stored offsets stay the only
-source of truth. Its commits carry the metadata :data:`MIRROR_METADATA`, so offsets someone
+source of truth. Through the stream's consumer the copy is sent with ``commit_async``: the
+batch does not wait for the broker's answer (a synchronous commit cost every store a Kafka
+round trip per batch, 8-9 ms of its 11-15 ms, ``benchmarks/batch_cost.py``). A failed copy is
+sent again, whole, with the next batch; closing the store sends the last copy synchronously
+unless it is known to have landed, so a stopped stream's group shows its last batch. Its commits carry the metadata :data:`MIRROR_METADATA`, so offsets someone
 else committed to the group (Kafka's own reset tool) can be told apart.
 
 The group's copy follows the store both ways: :func:`copy_reset_to_group` moves it when
@@ -44,6 +48,7 @@ MirrorTarget: TypeAlias = Mapping[str, Any] | Callable[[str, dict[TopicPartition
 #: Timeout of one mirror commit to Kafka.
 MIRROR_TIMEOUT_MS = 10_000
 
+
 #: The metadata of every offset the mirror commits.
 MIRROR_METADATA = '{"dstream_kafka_mirror":1}'
 
@@ -73,6 +78,9 @@ class KafkaGroupMirror:
         self._fn: Callable[..., Any] | None = None
         self._committer: GroupCommitter | None = None
         self._group: str | None = None
+        self._last_sent: Any = None  # the future of the last asynchronous copy
+        self._last_copy: tuple[str, dict[Any, Any]] | None = None  # and what it sent
+        self._resend = False  # an asynchronous copy failed: send every offset again
         if callable(target):
             self._fn = target
         elif target is not None:
@@ -91,6 +99,9 @@ class KafkaGroupMirror:
         from kafka.structs import OffsetAndMetadata
 
         group = self._group or group_id
+        if self._resend:
+            self._resend = False
+            self._copied.pop(group, None)
         copied = self._copied.setdefault(group, {})
         offsets = {tp: o for tp, o in offsets.items() if copied.get(tp) != o}
         if not offsets:
@@ -111,9 +122,14 @@ class KafkaGroupMirror:
                     # commit of a deleted topic's partition until the timeout, which every
                     # batch would then wait for while holding the stream's consumer.
                     live = {tp: o for tp, o in offsets.items() if _listed(consumer, tp)}
-                    if live:
-                        consumer.commit({KafkaTopicPartition(*tp): OffsetAndMetadata(o, MIRROR_METADATA, -1)
-                                         for tp, o in live.items()}, timeout_ms=MIRROR_TIMEOUT_MS)
+                    if live:  # the answer comes on the client's I/O thread: not waited for
+                        copy = {KafkaTopicPartition(*tp): OffsetAndMetadata(o, MIRROR_METADATA, -1)
+                                for tp, o in live.items()}
+                        sent = consumer.commit_async(copy)
+                        self._last_copy = (group, copy)
+                        sent.add_callback(self._sent)
+                        sent.add_errback(lambda exc: self._not_sent(group, exc))
+                        self._last_sent = sent
             elif self._fn is not None:
                 self._fn(group, dict(offsets))
             else:
@@ -125,18 +141,40 @@ class KafkaGroupMirror:
             self._failing = False
         except Exception as exc:  # monitoring only: never fail the batch
             self._failing = True
-            # Only the exception type and Kafka's error text: never the params (they may hold
-            # SASL/SSL passwords). At most one warning a minute, as this runs every batch.
-            now = time.monotonic()
-            quiet = now - self._last_warning < 60.0
-            if not quiet:
-                self._last_warning = now
-            log.log(logging.DEBUG if quiet else logging.WARNING,
-                       "Mirroring committed offsets to Kafka group %r failed (monitoring only, the batch "
-                       "is committed): %s: %s", group, type(exc).__name__, exc)
+            self._warn(group, exc)
+
+    def _sent(self, _response: Any) -> None:
+        self._failing = False
+
+    def _not_sent(self, group: str, exc: Any) -> None:
+        self._failing = self._resend = True
+        self._warn(group, exc)
+
+    def _warn(self, group: str, exc: Any) -> None:
+        """Log a failed copy: at most one warning a minute, as this runs every batch. Only the
+        exception type and Kafka's error text: never the params (they may hold passwords)."""
+        now = time.monotonic()
+        quiet = now - self._last_warning < 60.0
+        if not quiet:
+            self._last_warning = now
+        log.log(logging.DEBUG if quiet else logging.WARNING,
+                "Mirroring committed offsets to Kafka group %r failed (monitoring only, the batch "
+                "is committed): %s: %s", group, type(exc).__name__, exc)
 
     def close(self) -> None:
-        """Close the consumers the mirror opened (never a bound one)."""
+        """Make sure the group holds the last copy (so a stopped stream's group shows its last
+        batch): unless its asynchronous commit succeeded, it is sent again synchronously, once.
+        Then close the consumers the mirror opened (never a bound one)."""
+        last, sent, consumer = self._last_copy, self._last_sent, self._bound
+        if last is not None and consumer is not None and not (sent.is_done and sent.succeeded()):
+            group, offsets = last
+            try:
+                if not _reachable(consumer):
+                    raise ConnectionError("no bootstrap server accepts a connection")
+                with self._bound_lock or contextlib.nullcontext():
+                    consumer.commit(offsets, timeout_ms=MIRROR_TIMEOUT_MS)
+            except Exception as exc:  # monitoring only
+                self._warn(group, exc)
         if self._committer is not None:
             self._committer.close()
 

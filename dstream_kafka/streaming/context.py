@@ -52,6 +52,12 @@ class StreamingContext:
         The SparkContext that runs the batches' jobs.
     batchDuration : float
         The batch interval in seconds; fractions are allowed and rounded to whole ms.
+        ``0``: no fixed interval (Structured Streaming's ``ProcessingTime(0)``): the next
+        batch is planned as soon as the previous one finished and an input stream has new
+        data; while none has, the inputs are checked every ``spark.streaming.pollingDelay``
+        (default 10 ms) and no Spark job runs. Window and state operations need an
+        interval; ``spark.streaming.concurrentJobs=2`` plans and runs the next batch while
+        the previous one runs (offsets still commit in order).
 
     Examples
     --------
@@ -71,7 +77,11 @@ class StreamingContext:
         if batchDuration is None:
             raise ConfigurationError("batchDuration must be given (seconds, e.g. 0.5)")
         self._sc = sparkContext
-        self._batch_ms = seconds_to_ms(batchDuration, "batchDuration")
+        #: No fixed interval (batchDuration=0): batch times are then distinct wall-clock ms,
+        #: on a grid of 1 ms, so the time arithmetic of the graph holds unchanged.
+        self._continuous = (isinstance(batchDuration, (int, float))
+                            and not isinstance(batchDuration, bool) and batchDuration == 0)
+        self._batch_ms = 1 if self._continuous else seconds_to_ms(batchDuration, "batchDuration")
         self._state = INITIALIZED
         self._cond = threading.Condition()
         self.graph = DStreamGraph(self)
@@ -88,10 +98,11 @@ class StreamingContext:
         self.completed_batches: deque[BatchInfo] = deque(maxlen=100)
         conf = SparkConfReader(live_conf(sparkContext))  # every engine key, read here once
         #: Seconds a graceful stop waits for queued batches before dropping the rest:
-        #: ``spark.streaming.gracefulStopTimeout``, else 10 batch intervals. Settable
-        #: before ``start``.
+        #: ``spark.streaming.gracefulStopTimeout``, else 10 batch intervals (10 s with
+        #: ``batchDuration=0``). Settable before ``start``.
         self.graceful_stop_timeout: float = graceful_stop_timeout_ms(
-            conf.graceful_stop_timeout_ms, self._batch_ms) / 1000.0
+            conf.graceful_stop_timeout_ms, 1000 if self._continuous else self._batch_ms) / 1000.0
+        self._polling_delay_ms = conf.polling_delay_ms
         #: Whether SIGTERM stops gracefully: ``spark.streaming.stopGracefullyOnShutdown``
         #: (default false, as Spark: SIGTERM then stops at once, queued batches dropped).
         self.stop_gracefully_on_shutdown: bool = conf.stop_gracefully_on_shutdown
@@ -111,8 +122,8 @@ class StreamingContext:
 
     @property
     def batch_duration(self) -> float:
-        """The batch interval in seconds."""
-        return self._batch_ms / 1000.0
+        """The batch interval in seconds (0.0: none, batches run back to back)."""
+        return 0.0 if self._continuous else self._batch_ms / 1000.0
 
     @property
     def checkpoint_dir(self) -> str | None:
@@ -355,7 +366,9 @@ class StreamingContext:
             set_job_description=(self._sc.setJobDescription if self._page is None
                                  else self._page.job_description_setter()),
             concurrent_jobs=self._concurrent_jobs,
-            on_error=None if self._failure_stops() else self._on_batch_error)
+            on_error=None if self._failure_stops() else self._on_batch_error,
+            has_new_data=self.graph.has_new_data if self._continuous else None,
+            poll_ms=self._polling_delay_ms)
         return scheduler, start
 
     def _failure_stops(self) -> bool:

@@ -88,12 +88,34 @@ class DStreamGraph:
         """
         if not self.output_streams:
             raise StreamingStateError("No output operations registered, so nothing to execute")
+        if self._ssc._continuous:
+            self._validate_continuous()
         for stream in self.streams:
             if stream.requires_checkpoint_dir and not has_checkpoint_dir:
                 raise ConfigurationError(
                     f"The checkpoint directory has not been set. Please set it by "
                     f"StreamingContext.checkpoint() (state survives a restart) or "
                     f"SparkContext.setCheckpointDir(). ({stream!r} needs it.)")
+
+    def _validate_continuous(self) -> None:
+        """Refuse what needs a fixed batch interval when the context has none."""
+        for source in self.input_streams:
+            if type(source).has_new_data is InputDStream.has_new_data:
+                raise ConfigurationError(
+                    f"{source.name} cannot tell when new data arrives, which batchDuration=0 "
+                    "needs (Kafka direct streams and queueStream can); give the "
+                    "StreamingContext a batch interval, e.g. StreamingContext(sc, 0.5)")
+        for stream in self.streams:
+            if stream._keeps_state or stream._slide_ms != self.batch_ms:
+                raise ConfigurationError(
+                    f"{stream!r} (a window or state operation) needs a fixed batch interval, "
+                    "which batchDuration=0 has not; give the StreamingContext one, e.g. "
+                    "StreamingContext(sc, 0.5)")
+
+    def has_new_data(self) -> bool:
+        """Whether any input stream has data for a batch (``batchDuration=0`` only)."""
+        with self.lock:
+            return any(stream.has_new_data() for stream in self.input_streams)
 
     def initialize(self, zero_time: int, start_time: int) -> None:
         """Fix the time grid and give every stream its remember duration."""

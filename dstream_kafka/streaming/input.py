@@ -89,6 +89,16 @@ class InputDStream(DStream[T]):
         """Called when the context's stop begins, before it waits for the batch loop: a
         source blocked in :meth:`compute` on an external system may give up then."""
 
+    def has_new_data(self) -> bool:
+        """Whether a batch planned now would hold data (asked on the scheduler thread).
+
+        Only a context without a fixed interval (``batchDuration=0``) asks, before each batch,
+        every ``spark.streaming.pollingDelay`` while no input has data: no batch (and no
+        Spark job) runs until one has. A source that cannot tell keeps this base method and
+        is refused by such a context.
+        """
+        raise NotImplementedError
+
     def compute(self, batch_time: int) -> RDD[T] | None:
         """Return the RDD of data for ``batch_time`` (epoch ms), or ``None`` for none.
 
@@ -167,6 +177,10 @@ class QueueInputDStream(InputDStream[T]):
         self._one_at_a_time = one_at_a_time
         self._default = default
         self._lock = threading.Lock()
+
+    def has_new_data(self) -> bool:
+        with self._lock:
+            return bool(self.queue) or self._default is not None
 
     def compute(self, batch_time: int) -> RDD[T] | None:
         with self._lock:

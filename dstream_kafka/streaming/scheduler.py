@@ -19,6 +19,13 @@ Batch times come from :mod:`.clock`: multiples of the batch interval since the e
 Spark's ``RecurringTimer``. A batch
 that runs long never makes the loop skip a batch time: later batches are generated on
 schedule and wait in the queue, and their scheduling delay shows the wait.
+
+Without a fixed interval (``batchDuration=0``, Structured Streaming's ``ProcessingTime(0)``)
+a batch is generated as soon as a job thread is free and an input stream has new data
+(``has_new_data``); while none has, the check repeats every ``poll_ms``, so an idle stream
+runs no Spark job. Batch times are then the wall clock when the batch is generated, made
+strictly increasing. With ``spark.streaming.concurrentJobs`` above 1 the next batch is
+planned and runs while the previous one's job still runs; it completes (commits) after it.
 """
 
 from __future__ import annotations
@@ -141,6 +148,12 @@ class JobScheduler:
         Spark UI.
     clock : callable, optional
         Returns epoch milliseconds; replaceable in tests.
+    has_new_data : callable, optional
+        Given: no fixed interval. ``has_new_data()`` says whether a batch would hold data; a
+        batch is generated when it is true and a job thread is free. An exception counts as
+        true, so the batch's planning meets the error and reports it.
+    poll_ms : int
+        With ``has_new_data``: the pause between two checks that found nothing.
     """
 
     def __init__(self, batch_ms: int, generate: GenerateFn,
@@ -150,8 +163,14 @@ class JobScheduler:
                  graceful_timeout_ms: int,
                  set_job_description: Callable[[str], None] | None = None,
                  clock: Callable[[], int] = now_ms, concurrent_jobs: int = 1,
-                 on_error: Callable[[BaseException], None] | None = None) -> None:
+                 on_error: Callable[[BaseException], None] | None = None,
+                 has_new_data: Callable[[], bool] | None = None, poll_ms: int = 10) -> None:
         self._batch_ms = batch_ms
+        self._has_new_data = has_new_data
+        self._poll_ms = max(1, poll_ms)
+        self._next_poll = 0  # continuous: epoch ms of the next check for new data
+        #: Continuous: checks for new data that found none (a test reads the poll rate).
+        self.empty_polls = 0
         self._generate_fn = generate
         self._complete_fn = complete
         self._fail_fn = fail
@@ -265,10 +284,12 @@ class JobScheduler:
                             self._interrupt.set()
             events = []
             hand_over()
-            if ticking and self._clock() >= self.next_batch_time:
-                batch_time = self.next_batch_time  # the oldest due time: none is ever skipped
+            batch_time = self._due_time(ticking, pending, running)
+            if batch_time is not None:
                 self.next_batch_time = batch_time + self._batch_ms
                 generated = self._generate(batch_time)
+                if generated is None:  # continuous: a failing input is not retried in a spin
+                    self._next_poll = self._clock() + self._poll_ms
                 if generated is None and self._stop_requested.is_set():
                     ticking = False  # dropped at the stop: the queued batches still run if graceful
                 elif generated is None and self._on_error is None:  # stop like a failed batch
@@ -286,7 +307,9 @@ class JobScheduler:
                 self._interrupt.set()
                 deadline = None
             with contextlib.suppress(queue.Empty):
-                events.append(self._events.get(timeout=self._wait_seconds(ticking, deadline)))
+                events.append(self._events.get(timeout=self._wait_seconds(
+                    ticking and (self._has_new_data is None or self._free(pending, running)),
+                    deadline)))
                 while True:  # everything already posted, in order
                     events.append(self._events.get_nowait())
         for _ in self._job_threads:
@@ -294,9 +317,37 @@ class JobScheduler:
         for thread in self._job_threads:
             thread.join()
 
+    def _free(self, pending: Sequence[_Batch], running: Sequence[_Batch]) -> bool:
+        """Whether a job thread could take a new batch now."""
+        return not pending and len(running) < self._concurrent_jobs
+
+    def _due_time(self, ticking: bool, pending: Sequence[_Batch],
+                  running: Sequence[_Batch]) -> int | None:
+        """The time of the batch to generate now, or ``None`` for none yet."""
+        assert self.next_batch_time is not None
+        if not ticking:
+            return None
+        now = self._clock()
+        if self._has_new_data is None:  # the oldest due time: none is ever skipped
+            return self.next_batch_time if now >= self.next_batch_time else None
+        if not self._free(pending, running) or now < self._next_poll:
+            return None
+        try:
+            ready = self._has_new_data()
+        except Exception:  # the batch's planning meets the error again and reports it
+            log.debug("Checking the inputs for new data failed", exc_info=True)
+            ready = True
+        if not ready:
+            self.empty_polls += 1
+            self._next_poll = self._clock() + self._poll_ms
+            return None
+        return max(self._clock(), self.next_batch_time)
+
     def _wait_seconds(self, ticking: bool, deadline: int | None) -> float | None:
         targets = []
-        if ticking and self.next_batch_time is not None:
+        if ticking and self._has_new_data is not None:
+            targets.append(self._next_poll)
+        elif ticking and self.next_batch_time is not None:
             targets.append(self.next_batch_time)
         if deadline is not None:
             targets.append(deadline)

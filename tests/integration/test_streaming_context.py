@@ -70,10 +70,13 @@ class TestConstruction:
         assert (ssc.batch_duration, ssc.graph.batch_ms) == (0.25, 250)
         assert ssc.sparkContext is sc and ssc.getState() == "INITIALIZED"
 
-    def test_batch_duration_must_be_positive(self, sc: SparkContext) -> None:
-        """A zero batch duration is refused."""
+    @pytest.mark.parametrize("duration", [-1, 0.0001])
+    def test_batch_duration_must_be_zero_or_at_least_a_millisecond(
+            self, sc: SparkContext, duration: float) -> None:
+        """A negative batch duration, or one that rounds to 0 ms, is refused (exactly 0 means
+        no fixed interval: test_zero_interval_stream)."""
         with pytest.raises(ConfigurationError, match="batchDuration"):
-            StreamingContext(sc, 0)
+            StreamingContext(sc, duration)
 
     def test_streams_get_ids_in_creation_order(self, ssc: StreamingContext) -> None:
         """Every stream gets the next id; the graph lists inputs and outputs."""
