@@ -138,7 +138,8 @@ class KafkaGroupMirror:
                     group, {tp: OffsetAndMetadata(o, MIRROR_METADATA, -1) for tp, o in offsets.items()},
                     MIRROR_TIMEOUT_MS)
             copied.update(offsets)
-            self._failing = False
+            if not self._through_stream:  # an asynchronous copy's callbacks say how it went
+                self._failing = False
         except Exception as exc:  # monitoring only: never fail the batch
             self._failing = True
             self._warn(group, exc)

@@ -315,13 +315,16 @@ def test_after_a_failed_copy_the_mirror_does_not_hold_the_consumer_while_no_brok
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
 
+    from kafka.future import Future
+
     class DownConsumer:
         config = {"group_id": "g", "bootstrap_servers": f"127.0.0.1:{port}"}
         commits = 0
 
-        def commit(self, offsets: Any, timeout_ms: int) -> None:
+        def commit_async(self, offsets: Any) -> Future:
             DownConsumer.commits += 1
-            raise RuntimeError("broker down")  # after kafka-python's whole timeout
+            # kafka-python fails the copy's future once no coordinator can be found
+            return Future().failure(RuntimeError("broker down"))
 
     monkeypatch.setattr(mirror_module, "_listed", lambda consumer, tp: True)
     mirror = KafkaGroupMirror(None)
