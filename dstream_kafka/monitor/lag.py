@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dstream_kafka.monitor.lookup_table import LAG_IS_ZERO, TOO_FEW_POINTS, LookupTable, Point
-from dstream_kafka.monitor.verdict import PartitionWindow, StreamFacts, Verdict, judge
+from dstream_kafka.monitor.verdict import STATUSES, PartitionWindow, StreamFacts, Verdict, judge
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.streaming.listener import (StreamingListener, StreamingListenerBatchCompleted,
                                               StreamingListenerBatchStarted)
@@ -172,13 +172,15 @@ class LagMonitor:
         self._history: collections.deque[LagSample] = collections.deque(maxlen=HISTORY)
         self._split: collections.deque[Mapping[str, float]] = collections.deque(maxlen=WINDOW)
         self._processing: dict[int, int] = {}
+        self._capped: collections.deque[bool] = collections.deque(maxlen=WINDOW)
         self._queued = 0
         self._last_commit: int | None = None
         self._commit_since: int | None = None
         self._listeners: list[Callable[[LagSample, Verdict], None]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._warned: tuple[str, int] | None = None
+        self._warned_status: str | None = None  # the status last warned of, while not OK
+        self._warned_at: int | None = None
         self.listener = _BatchWatch(self)
 
     # -- fed by the stream (its scheduler thread) ------------------------------------------
@@ -192,10 +194,15 @@ class LagMonitor:
     def planned(self, ranges: Iterable[OffsetRange], queued: int) -> None:
         """A batch was planned; a partition new to the stream starts at its range's start.
         ``queued`` is the number of the stream's batches planned and not completed."""
+        ranges = list(ranges)
         with self._lock:
             for r in ranges:
                 self._committed.setdefault(r.topicPartition(), r.fromOffset)
             self._queued = queued
+            if self.rate_cap:
+                # Spark's clamp: at most maxRatePerPartition * batch seconds per partition
+                limit = int(self.rate_cap * self.batch_ms / 1000)
+                self._capped.append(limit > 0 and any(r.count() >= limit for r in ranges))
 
     def commit_started(self) -> None:
         """A batch's store commit begins (a commit that never ends is a stuck store)."""
@@ -332,6 +339,7 @@ class LagMonitor:
                 processing_since=None if oldest is None else oldest[1],
                 processing_batch=None if oldest is None else oldest[0],
                 queued_batches=max(self._queued - (1 if oldest else 0), 0), rate_cap=cap,
+                capped_batches=(sum(self._capped), len(self._capped)),
                 time_split=split, store=self.store)
 
     def verdict(self) -> Verdict:
@@ -339,20 +347,22 @@ class LagMonitor:
         return judge(self.facts())
 
     def _warn(self, verdict: Verdict) -> None:
-        """One WARNING line while the verdict is not OK: on a change of status or cause, and
-        at most every :data:`WARN_EVERY_MS` while it stays; an INFO line when OK again."""
+        """One WARNING line while the verdict is not OK, at most every :data:`WARN_EVERY_MS`
+        (sooner only when the status gets worse); one INFO line when OK again."""
         now = self._clock()
         if verdict.status == "OK":
-            if self._warned is not None:
+            if self._warned_status is not None:
                 log.info("Kafka direct stream %d is keeping up again", self.stream)
-            self._warned = None
+            self._warned_status = None
             return
-        key = f"{verdict.status} {verdict.cause.split(':')[0]}"
-        if self._warned is None or self._warned[0] != key or now - self._warned[1] >= WARN_EVERY_MS:
+        due = self._warned_at is None or now - self._warned_at >= WARN_EVERY_MS
+        worse = self._warned_status is not None and (
+            STATUSES.index(verdict.status) > STATUSES.index(self._warned_status))
+        if due or worse:
             latest = self.latest
             lag = "" if latest is None else (
                 f" (lag {latest.lagOffsets} offsets, "
                 f"{'?' if latest.maxLagSeconds is None else latest.maxLagSeconds} s)")
             log.warning("Kafka direct stream %d is behind%s: %s", self.stream, lag,
                         verdict.line())
-            self._warned = (key, now)
+            self._warned_status, self._warned_at = verdict.status, now

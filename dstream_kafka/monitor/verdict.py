@@ -5,12 +5,14 @@ Burrow's rules (``linkedin/Burrow``, ``core/internal/evaluator/caching.go``), in
 
 1. the current lag is 0: ``OK``;
 2. a committed offset went down: ``REWIND`` (an offsets reset);
-3. the stream has committed nothing for longer than its stop bound (three batch intervals and
-   at least three lag samples): ``STOP``;
+3. the stream has committed nothing for longer than its stop bound (three batch intervals, at
+   least three lag samples and :data:`STUCK_MIN_MS`): ``STOP``;
 4. any lag in the window is 0: ``OK``. (Burrow checks this first; its window holds commits,
    ours timer samples, so a zero lag before a stream stopped committing must not hide the stop);
 5. the committed offset did not move over the window while lag stayed: ``STALL``;
-6. the lag never fell between two samples and grew over the window: ``WARN``;
+6. the lag grew over the window and rose in more steps than it fell: ``WARN`` (Burrow asks
+   that it never fell between two commits; timer samples fall now and then while a stream
+   commits in steps and a producer pauses, so a majority of rising steps stands for it);
 7. else ``OK``.
 
 The stream takes its worst partition's status, or ``ERR`` when the latest look-up of the log
@@ -66,7 +68,8 @@ class StreamFacts:
     when the store commit still running began (None: none running); ``processing_since`` and
     ``processing_batch`` the start and batch time of the oldest batch still in its jobs;
     ``rate_cap`` the records/s ``maxRatePerPartition`` allows over all partitions (None: no
-    cap); ``time_split`` the recent batches' mean ``durationMs`` entries.
+    cap) and ``capped_batches`` how many of the recent planned batches read a range as long as
+    the cap allows (of how many); ``time_split`` the recent batches' mean ``durationMs`` entries.
     """
 
     now: int
@@ -80,6 +83,7 @@ class StreamFacts:
     processing_batch: int | None = None
     queued_batches: int = 0
     rate_cap: float | None = None
+    capped_batches: tuple[int, int] = (0, 0)
     time_split: Mapping[str, float] = field(default_factory=dict)
     store: str = "none"
 
@@ -104,7 +108,7 @@ class Verdict:
 
 
 def _stop_after_ms(facts: StreamFacts) -> int:
-    return max(STUCK_INTERVALS * facts.batch_ms, 3 * facts.interval_ms)
+    return max(STUCK_INTERVALS * facts.batch_ms, 3 * facts.interval_ms, STUCK_MIN_MS)
 
 
 def partition_status(window: PartitionWindow, now: int, last_commit: int | None,
@@ -122,7 +126,8 @@ def partition_status(window: PartitionWindow, now: int, last_commit: int | None,
         return "OK"
     if len(committed) > 1 and committed[0] == committed[-1]:
         return "STALL"
-    if len(lags) > 1 and lags[-1] > lags[0] and all(b >= a for a, b in zip(lags, lags[1:])):
+    steps = [b - a for a, b in zip(lags, lags[1:])]
+    if lags[-1] > lags[0] and sum(d > 0 for d in steps) > sum(d < 0 for d in steps):
         return "WARN"
     return "OK"
 
@@ -158,6 +163,10 @@ def judge(facts: StreamFacts) -> Verdict:
         mean = sum(lags.values()) / len(lags)
         evidence.append(f"slowest partition {slowest} ({lags[slowest]} offsets behind, "
                         f"skew {lags[slowest] / mean:.1f}x the mean)")
+    capped, planned = facts.capped_batches
+    if facts.rate_cap is not None and planned:
+        evidence.append(f"{capped} of the last {planned} batches read as much as "
+                        "maxRatePerPartition allows")
     if facts.time_split:
         evidence.append("time per batch: " + ", ".join(
             f"{k} {v:.0f} ms" for k, v in facts.time_split.items()))
@@ -173,11 +182,11 @@ def judge(facts: StreamFacts) -> Verdict:
                  f"{facts.queued_batches} batches queued behind it")
     elif worst == "OK":
         cause = "keeping up"
-    elif (facts.rate_cap is not None and consumed is not None and produced is not None
-          and consumed >= 0.8 * facts.rate_cap and produced > facts.rate_cap):
+    elif (facts.rate_cap is not None and planned and 2 * capped >= planned
+          and (produced is None or produced > facts.rate_cap)):
+        rate = "" if produced is None else f", below the input rate of {produced:.1f} records/s"
         cause = (f"rate limit: spark.streaming.kafka.maxRatePerPartition caps reading at "
-                 f"{facts.rate_cap:.1f} records/s, below the input rate of {produced:.1f} "
-                 "records/s")
+                 f"{facts.rate_cap:.1f} records/s{rate}")
     elif facts.time_split.get("addBatch", 0.0) > facts.batch_ms:
         cause = (f"slow processing: batches spend {_seconds(facts.time_split['addBatch'])} in "
                  f"their jobs, longer than the batch interval of {_seconds(facts.batch_ms)}")

@@ -135,9 +135,22 @@ def test_a_commit_still_running_is_a_stuck_store(script: Script) -> None:
                                     "has been running for 7.0 s")
 
 
-def test_the_warning_is_one_line_per_change_and_repeated_at_most_every_minute(
+def test_batches_read_to_the_cap_are_the_rate_limit(script: Script) -> None:
+    monitor = _monitor(script, rate_cap=100.0)  # 100 records a 1 s batch per partition
+    monitor.sample()
+    for n in range(12):  # the caught-up first sample leaves the 10-sample window
+        _tick(script, monitor, 300)
+        ranges = [OffsetRange("t", p, 100 * n, 100 * n + 100) for p in (0, 1)]
+        monitor.planned(ranges, queued=1)
+        monitor.committed(ranges)
+    verdict = monitor.verdict()
+    assert verdict.cause == ("rate limit: spark.streaming.kafka.maxRatePerPartition caps reading "
+                             "at 200.0 records/s, below the input rate of 600.0 records/s")
+
+
+def test_the_warning_is_one_line_while_behind_and_repeated_at_most_every_minute(
         script: Script, caplog: pytest.LogCaptureFixture) -> None:
-    monitor = _monitor(script, rate_cap=10.0)
+    monitor = _monitor(script)
     caplog.set_level(logging.INFO, logger="dstream_kafka.monitor.lag")
     monitor.sample()
     for _ in range(30):  # 30 samples, one second apart, lag growing all along

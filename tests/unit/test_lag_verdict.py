@@ -33,8 +33,12 @@ def _window(*points: tuple[int, int]) -> PartitionWindow:
     ([(10, 5), (20, 10), (40, 20)], 2000, "WARN"),
     # lag falling: catching up
     ([(40, 5), (45, 20), (50, 40)], 2000, "OK"),
-    # lag went up then down: not a steady rise
+    # lag went up then down: not a rise
     ([(10, 5), (40, 10), (42, 30)], 2000, "OK"),
+    # a rise with one dip: rising in more steps than falling
+    ([(10, 5), (30, 10), (32, 20), (50, 25), (70, 30)], 4000, "WARN"),
+    # as many falls as rises
+    ([(10, 5), (30, 10), (32, 22), (50, 30), (52, 44)], 4000, "OK"),
 ])
 def test_burrow_status_of_a_partition_window(points: list[tuple[int, int]], last_commit: int,
                                               expected: str) -> None:
@@ -52,7 +56,8 @@ def _facts(**changes: object) -> StreamFacts:
 
 @pytest.mark.parametrize(("changes", "status", "cause"), [
     ({}, "WARN", "input above processing"),
-    ({"rate_cap": 50.0}, "WARN", "rate limit"),
+    ({"rate_cap": 50.0, "capped_batches": (4, 5)}, "WARN", "rate limit"),
+    ({"rate_cap": 50.0, "capped_batches": (1, 5)}, "WARN", "input above processing"),
     ({"time_split": {"addBatch": 2500.0}}, "WARN", "slow processing"),
     ({"commit_since": 1000, "last_commit": 900}, "STOP", "stuck store"),
     ({"processing_since": 1000, "processing_batch": 1000, "last_commit": 900}, "STOP",
@@ -79,4 +84,6 @@ def test_the_evidence_gives_rates_slowest_partition_skew_and_time_split() -> Non
 
 
 def test_a_rate_cap_above_the_input_rate_is_not_the_cause() -> None:
-    assert judge(_facts(rate_cap=500.0)).cause.startswith("input above processing")
+    verdict = judge(_facts(rate_cap=500.0, capped_batches=(5, 5)))
+    assert verdict.cause.startswith("input above processing")
+    assert "5 of the last 5 batches read as much as maxRatePerPartition allows" in verdict.evidence
