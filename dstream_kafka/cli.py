@@ -189,7 +189,11 @@ def _add_reset(offsets_sub: Any) -> None:
     reset.add_argument("--all-topics", action="store_true", help="every partition the store holds for the group")
     reset.add_argument("--bootstrap-servers", metavar="HOST:PORT", type=_servers,
                        help="the brokers of the topics (default: the kafka:// store's)")
-    reset.add_argument("--execute", action="store_true", help="write the plan (default: a dry run)")
+    mode = reset.add_mutually_exclusive_group()
+    mode.add_argument("--execute", action="store_true", help="write the plan (default: a dry run)")
+    # Kafka's kafka-consumer-groups spells the default out: accept it
+    mode.add_argument("--dry-run", action="store_true",
+                      help="show the plan and write nothing (the default)")
     reset.add_argument("--timeout", metavar="SECONDS", default=10.0,
                        type=_number(float, "a number of seconds", 0, False),
                        help="how long to wait for the store and the broker (default 10)")

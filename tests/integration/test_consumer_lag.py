@@ -186,6 +186,9 @@ def test_a_stream_capped_below_the_production_rate_shows_lag_rising_and_names_th
     (shown,) = dom.having("id", f"lag-verdict-{stream.id}")
     assert shown["data-status"] in ("WARN", "STOP")
     assert any("rate limit: spark.streaming.kafka.maxRatePerPartition" in t for t in dom.text)
+    read = [p for p in stream.recentProgress if p.numRecords]
+    assert read and all(p.processingRate > 0 for p in read)  # processedRowsPerSecond
+    assert all(p.jsonValue()["durationMs"]["triggerExecution"] > 0 for p in read)
     assert progress is not None and progress.lag is not None
     assert progress.lag["partitions"][topic]["0"]["lagOffsets"] > 0
     warnings = [r for r in caplog.records if "is behind" in r.getMessage()]

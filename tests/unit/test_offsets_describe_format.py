@@ -117,3 +117,39 @@ def test_the_offsets_command_silences_the_client_loggers_only_while_it_runs(tmp_
         assert kafka.level == logging.INFO
     finally:
         kafka.setLevel(before)
+
+
+def _visible(text: str) -> list[str]:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines()
+
+
+LONG = [OffsetRow("clicks-etl-production", "clicks-events-from-web", p, 118, 0, 120, 2,
+                  1_764_000_005_000, 0, lag_seconds=1.5) for p in range(3)]
+
+
+def test_a_terminal_table_fits_120_columns_and_breaks_headers_only_at_hyphens() -> None:
+    from dstream_kafka.operate.common import render_table
+
+    lines = _visible(render_table(COLUMNS, [(r.cells(), False) for r in LONG], terminal=True,
+                                  width=120))
+    assert max(len(line) for line in lines) <= 120
+    pieces = {piece for name in COLUMNS for piece in name.replace("-", "- ").split()}
+    header = lines[:lines.index(next(line for line in lines if line.startswith("─")))]
+    assert {word for line in header for word in line.split()} <= pieces
+
+
+def test_a_terminal_table_takes_its_width_from_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    lines = _visible(format_rows(LONG, terminal=True))
+    assert max(len(line) for line in lines) <= 100
+
+
+def test_a_wide_terminal_keeps_one_header_line_and_a_pipe_is_never_wrapped() -> None:
+    from dstream_kafka.operate.common import render_table
+
+    wide = _visible(render_table(COLUMNS, [(r.cells(), False) for r in LONG], terminal=True,
+                                 width=250))
+    assert wide[0].split() == list(COLUMNS)
+    assert format_rows(LONG).splitlines()[0].split() == list(COLUMNS)
