@@ -192,10 +192,17 @@ class LagMonitor:
             self._last_commit = self._clock()
 
     def planned(self, ranges: Iterable[OffsetRange], queued: int) -> None:
-        """A batch was planned; a partition new to the stream starts at its range's start.
-        ``queued`` is the number of the stream's batches planned and not completed."""
+        """A batch was planned (one range per partition of the stream): a partition new to the
+        stream starts at its range's start, one without a range (deleted, given up) is no
+        longer watched. ``queued`` is the number of the stream's batches planned and not
+        completed."""
         ranges = list(ranges)
         with self._lock:
+            planned = {r.topicPartition() for r in ranges}
+            for tp in [tp for tp in self._committed if tp not in planned]:
+                del self._committed[tp]
+                self._tables.pop(tp, None)
+                self._log_ends.pop(tp, None)
             for r in ranges:
                 self._committed.setdefault(r.topicPartition(), r.fromOffset)
             self._queued = queued

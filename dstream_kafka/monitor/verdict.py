@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 __all__ = ["STATUSES", "PartitionWindow", "StreamFacts", "Verdict", "judge", "partition_status"]
@@ -142,6 +143,14 @@ def _rate(windows: Sequence[PartitionWindow], column: int) -> float | None:
     return total * 1000.0 / span if span > 0 else None
 
 
+def _clock_time(ms: int | None) -> str:
+    """A batch time as ``HH:MM:SS.mmm UTC``."""
+    if ms is None:
+        return "?"
+    when = datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc)
+    return when.strftime("%H:%M:%S.") + f"{ms % 1000:03d} UTC"
+
+
 def _seconds(ms: float) -> str:
     return f"{ms / 1000.0:.1f} s"
 
@@ -177,8 +186,8 @@ def judge(facts: StreamFacts) -> Verdict:
         cause = (f"stuck store: a commit to the {facts.store} offset store has been running "
                  f"for {_seconds(facts.now - facts.commit_since)}")
     elif facts.processing_since is not None and facts.now - facts.processing_since > stuck:
-        cause = (f"stuck Spark job: the batch of {facts.processing_batch} ms has been in its "
-                 f"jobs for {_seconds(facts.now - facts.processing_since)}, "
+        cause = (f"stuck Spark job: the batch of {_clock_time(facts.processing_batch)} has been "
+                 f"in its jobs for {_seconds(facts.now - facts.processing_since)}, "
                  f"{facts.queued_batches} batches queued behind it")
     elif worst == "OK":
         cause = "keeping up"

@@ -93,9 +93,18 @@ def test_a_partition_planned_later_starts_at_its_ranges_start(script: Script) ->
     monitor = _monitor(script)
     tp2 = TopicPartition("t", 2)
     script.ends[tp2] = 70
-    monitor.planned([OffsetRange("t", 2, 40, 60)], queued=1)
+    monitor.planned([OffsetRange("t", 0, 0, 0), OffsetRange("t", 1, 0, 0),
+                     OffsetRange("t", 2, 40, 60)], queued=1)
     found = {p.partition: p.committedOffset for p in monitor.sample().partitions}
     assert found == {0: 0, 1: 0, 2: 40}
+
+
+def test_a_partition_left_out_of_a_planned_batch_is_no_longer_looked_up(script: Script) -> None:
+    monitor = _monitor(script)
+    monitor.sample()
+    monitor.planned([OffsetRange("t", 0, 0, 0)], queued=1)  # partition 1 was given up
+    assert [p.partition for p in monitor.sample().partitions] == [0]
+    assert script.calls[-1] == [TP0]
 
 
 def test_an_offset_older_than_the_table_is_as_old_as_its_first_sample_at_least(

@@ -83,6 +83,13 @@ def test_the_evidence_gives_rates_slowest_partition_skew_and_time_split() -> Non
     assert verdict.line().startswith("WARN: input above processing: 110.0 records/s arrive")
 
 
+def test_a_stuck_job_names_its_batch_by_its_clock_time_and_the_batches_behind_it() -> None:
+    verdict = judge(_facts(processing_since=1000, processing_batch=1_700_000_000_500,
+                           queued_batches=4, last_commit=900))
+    assert verdict.cause == ("stuck Spark job: the batch of 22:13:20.500 UTC has been in its jobs "
+                             "for 8.0 s, 4 batches queued behind it")
+
+
 def test_a_rate_cap_above_the_input_rate_is_not_the_cause() -> None:
     verdict = judge(_facts(rate_cap=500.0, capped_batches=(5, 5)))
     assert verdict.cause.startswith("input above processing")
