@@ -181,3 +181,16 @@ def test_a_metrics_port_that_is_not_a_tcp_port_fails_the_start_naming_the_key(po
 
     with pytest.raises(ConfigurationError, match="spark.streaming.kafka.metrics.prometheus.port"):
         ProgressTracker().start({config.METRICS_PROMETHEUS_PORT: port}, "d", "g/0", 0)
+
+
+def test_the_lag_of_a_progress_is_in_its_json_and_read_back() -> None:
+    lag = {"timestamp": "2023-11-14T22:13:20.123Z", "lagOffsets": 7, "maxLagSeconds": 1.5,
+           "lookupError": None,
+           "partitions": {"events": {"1": {"logEndOffset": 67, "committedOffset": 60,
+                                           "lagOffsets": 7, "lagSeconds": 1.5}}},
+           "status": "WARN", "cause": "input above processing: ...", "evidence": []}
+    p = _progress(lag=lag)
+    assert json.loads(p.json())["lag"] == lag
+    assert BatchProgress.fromJson(p.json()) == dataclasses.replace(
+        p, ranges=tuple(sorted(p.ranges, key=lambda r: (r.topic, r.partition))))
+    assert "lag" not in json.loads(_progress().json())  # no timer, no key
