@@ -173,6 +173,7 @@ class LagMonitor:
         self._split: collections.deque[Mapping[str, float]] = collections.deque(maxlen=WINDOW)
         self._processing: dict[int, int] = {}
         self._capped: collections.deque[bool] = collections.deque(maxlen=WINDOW)
+        self._largest: tuple[str, int, int] | None = None
         self._queued = 0
         self._last_commit: int | None = None
         self._commit_since: int | None = None
@@ -206,6 +207,10 @@ class LagMonitor:
             for r in ranges:
                 self._committed.setdefault(r.topicPartition(), r.fromOffset)
             self._queued = queued
+            largest = max(ranges, key=lambda r: r.count(), default=None)
+            self._largest = None if largest is None else (
+                f"{largest.topic}-{largest.partition}", largest.count(),
+                sum(r.count() for r in ranges))
             if self.rate_cap:
                 # Spark's clamp: at most maxRatePerPartition * batch seconds per partition
                 limit = int(self.rate_cap * self.batch_ms / 1000)
@@ -347,6 +352,7 @@ class LagMonitor:
                 processing_batch=None if oldest is None else oldest[0],
                 queued_batches=max(self._queued - (1 if oldest else 0), 0), rate_cap=cap,
                 capped_batches=(sum(self._capped), len(self._capped)),
+                largest_task=self._largest,
                 time_split=split, store=self.store)
 
     def verdict(self) -> Verdict:

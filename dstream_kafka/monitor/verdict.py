@@ -70,7 +70,8 @@ class StreamFacts:
     ``processing_batch`` the start and batch time of the oldest batch still in its jobs;
     ``rate_cap`` the records/s ``maxRatePerPartition`` allows over all partitions (None: no
     cap) and ``capped_batches`` how many of the recent planned batches read a range as long as
-    the cap allows (of how many); ``time_split`` the recent batches' mean ``durationMs`` entries.
+    the cap allows (of how many); ``largest_task`` the partition (one Spark task each) that
+    read the most records of the last planned batch, its records and the batch's; ``time_split`` the recent batches' mean ``durationMs`` entries.
     """
 
     now: int
@@ -85,6 +86,7 @@ class StreamFacts:
     queued_batches: int = 0
     rate_cap: float | None = None
     capped_batches: tuple[int, int] = (0, 0)
+    largest_task: tuple[str, int, int] | None = None
     time_split: Mapping[str, float] = field(default_factory=dict)
     store: str = "none"
 
@@ -172,6 +174,10 @@ def judge(facts: StreamFacts) -> Verdict:
         mean = sum(lags.values()) / len(lags)
         evidence.append(f"slowest partition {slowest} ({lags[slowest]} offsets behind, "
                         f"skew {lags[slowest] / mean:.1f}x the mean)")
+    if facts.largest_task is not None and facts.largest_task[1] > 0:
+        name, records, total = facts.largest_task
+        evidence.append(f"largest task of the last batch: {name} with {records} of {total} "
+                        "records")
     capped, planned = facts.capped_batches
     if facts.rate_cap is not None and planned:
         evidence.append(f"{capped} of the last {planned} batches read as much as "

@@ -97,6 +97,7 @@ def test_a_partition_planned_later_starts_at_its_ranges_start(script: Script) ->
                      OffsetRange("t", 2, 40, 60)], queued=1)
     found = {p.partition: p.committedOffset for p in monitor.sample().partitions}
     assert found == {0: 0, 1: 0, 2: 40}
+    assert monitor.facts().largest_task == ("t-2", 20, 20)
 
 
 def test_a_partition_left_out_of_a_planned_batch_is_no_longer_looked_up(script: Script) -> None:

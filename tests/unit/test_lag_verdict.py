@@ -90,6 +90,11 @@ def test_a_stuck_job_names_its_batch_by_its_clock_time_and_the_batches_behind_it
                              "for 8.0 s, 4 batches queued behind it")
 
 
+def test_the_largest_task_of_the_last_batch_is_evidence() -> None:
+    verdict = judge(_facts(largest_task=("t-3", 120, 200)))
+    assert "largest task of the last batch: t-3 with 120 of 200 records" in verdict.evidence
+
+
 def test_a_rate_cap_above_the_input_rate_is_not_the_cause() -> None:
     verdict = judge(_facts(rate_cap=500.0, capped_batches=(5, 5)))
     assert verdict.cause.startswith("input above processing")
