@@ -189,7 +189,11 @@ def _add_reset(offsets_sub: Any) -> None:
     reset.add_argument("--all-topics", action="store_true", help="every partition the store holds for the group")
     reset.add_argument("--bootstrap-servers", metavar="HOST:PORT", type=_servers,
                        help="the brokers of the topics (default: the kafka:// store's)")
-    reset.add_argument("--execute", action="store_true", help="write the plan (default: a dry run)")
+    mode = reset.add_mutually_exclusive_group()
+    mode.add_argument("--execute", action="store_true", help="write the plan (default: a dry run)")
+    # Kafka's kafka-consumer-groups spells the default out: accept it
+    mode.add_argument("--dry-run", action="store_true",
+                      help="show the plan and write nothing (the default)")
     reset.add_argument("--timeout", metavar="SECONDS", default=10.0,
                        type=_number(float, "a number of seconds", 0, False),
                        help="how long to wait for the store and the broker (default 10)")
@@ -337,9 +341,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "setup":
             return _setup()
         if args.command == "demo":
+            import logging
+
             from dstream_kafka.operate.demo import run_demo
 
-            return run_demo(args)
+            # A log line would tear the demo's live view; its Streaming page shows the lag
+            # verdict instead. Restored afterwards: main() may run inside a caller's process.
+            lag_log = logging.getLogger("dstream_kafka.monitor.lag")
+            level = lag_log.level
+            lag_log.setLevel(logging.ERROR)
+            try:
+                return run_demo(args)
+            finally:
+                lag_log.setLevel(level)
         if args.command == "offsets":
             return _offsets(args)
     except DStreamKafkaError as exc:

@@ -20,6 +20,7 @@ from dstream_kafka.errors import ConfigurationError
 __all__ = [
     "METRICS_PROMETHEUS_PORT",
     "PROGRESS_JSON_PATH",
+    "LAG_INTERVAL",
     "UI_HOST",
     "UI_PORT",
     "UI_RETAINED_BATCHES",
@@ -115,6 +116,8 @@ METRICS_PROMETHEUS_PORT = "spark.streaming.kafka.metrics.prometheus.port"
 UI_PORT = "spark.streaming.kafka.ui.port"
 UI_HOST = "spark.streaming.kafka.ui.host"
 UI_RETAINED_BATCHES = "spark.streaming.kafka.ui.retainedBatches"
+#: Time between two samples of a stream's lag timer (dstream_kafka.monitor.lag); 0: no timer.
+LAG_INTERVAL = "spark.streaming.kafka.lag.interval"
 
 #: Default of every key, in Spark's string form. ``CONSUMER_POLL_MS`` has none: when it is
 #: unset the poll timeout is ``spark.network.timeout`` in whole seconds times 1000.
@@ -151,6 +154,7 @@ DEFAULTS: Mapping[str, str | None] = {
     UI_PORT: None,  # unset: no Streaming page
     UI_HOST: "127.0.0.1",
     UI_RETAINED_BATCHES: "1000",
+    LAG_INTERVAL: "5s",
 }
 
 # Spark's JavaUtils.timeSuffixes, as multiples of one microsecond.
@@ -427,6 +431,12 @@ class SparkConfReader:
         return value
 
     @property
+    def lag_interval_ms(self) -> int:
+        """``spark.streaming.kafka.lag.interval`` in ms (default 5s): how often a direct
+        stream's lag timer looks up the log end of its partitions; 0 turns the timer off."""
+        return self._time_at_least(LAG_INTERVAL, 0)
+
+    @property
     def backpressure_enabled(self) -> bool:
         """``spark.streaming.backpressure.enabled`` (default false)."""
         return self.get_bool(BACKPRESSURE_ENABLED)
@@ -574,5 +584,5 @@ _STREAM_PROPERTIES = (
     "backpressure_enabled", "backpressure_initial_rate", "pid_proportional", "pid_integral",
     "pid_derived", "pid_min_rate", "stop_gracefully_on_shutdown", "concurrent_jobs",
     "polling_delay_ms",
-    "consumer_backend",
+    "consumer_backend", "lag_interval_ms",
 )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -272,6 +273,11 @@ def fix_kafka_params(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
     return executor_fixes(consumer_config(kafkaParams))
 
 
+# (group, value) pairs whose auto.offset.reset override was logged: once per stream, not per run
+_reset_noted: set[tuple[str, str]] = set()
+_reset_noted_lock = threading.Lock()
+
+
 def executor_fixes(params: dict[str, Any]) -> dict[str, Any]:
     """Apply :func:`fix_kafka_params`' executor fixes to translated ``params``, in place; return them."""
     if params.get("enable_auto_commit", False) is not False:
@@ -281,10 +287,18 @@ def executor_fixes(params: dict[str, Any]) -> dict[str, Any]:
         )
     params["enable_auto_commit"] = False
     if params.get("auto_offset_reset", "none") != "none":
-        log.warning(
-            "overriding auto.offset.reset to none for executor (was %s)",
-            params["auto_offset_reset"],
-        )
+        # Expected, not a mistake: the driver starts new partitions at it, executors read
+        # exact ranges. Told once per group and value, at INFO.
+        noted = (str(params.get("group_id")), str(params["auto_offset_reset"]))
+        with _reset_noted_lock:
+            first = noted not in _reset_noted
+            _reset_noted.add(noted)
+        if first:
+            log.info(
+                "overriding auto.offset.reset to none for executor (was %s; the driver starts "
+                "partitions without a stored offset there)",
+                params["auto_offset_reset"],
+            )
     params["auto_offset_reset"] = "none"
     original = params.get("group_id")
     if original is None:

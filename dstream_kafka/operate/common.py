@@ -8,6 +8,7 @@ way every table of the commands looks (rich on a terminal, plain aligned text in
 from __future__ import annotations
 
 import io
+import shutil
 from collections.abc import Sequence
 
 from dstream_kafka.stores.base import OffsetStore
@@ -19,23 +20,44 @@ NUMERIC_COLUMNS = frozenset({"PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "LOG-S
                              "LAG", "RECORDS"})
 
 
+#: Width of plain text (a pipe): wide enough that no row is wrapped for a script.
+PIPE_WIDTH = 1000
+
+
 def render_table(columns: Sequence[str], rows: Sequence[tuple[Sequence[str], bool]], *,
-                 terminal: bool = False) -> str:
+                 terminal: bool = False, width: int | None = None) -> str:
     """Return rows as aligned columns drawn by rich; a row flagged True is red on a terminal.
 
-    Without ``terminal`` the text is plain (no borders, colours or trailing spaces), for pipes.
+    Without ``terminal`` the text is plain (no borders, colours or trailing spaces), for pipes,
+    and no row is wrapped. On a terminal the table fits ``width`` (default: the terminal's
+    width, or ``COLUMNS``): when the rows are wider, headers break at their hyphens
+    (``CURRENT-`` over ``OFFSET``), never inside a word, and long names wrap in their column.
     """
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(box=box.SIMPLE_HEAD if terminal else None, show_edge=False, pad_edge=False,
-                  header_style="bold" if terminal else "")
-    for name in columns:
-        table.add_column(name, justify="right" if name in NUMERIC_COLUMNS else "left", no_wrap=True)
-    for cells, flagged in rows:
-        table.add_row(*cells, style="red" if (terminal and flagged) else None)
-    console = Console(file=io.StringIO(), width=1000, force_terminal=terminal,
+    if terminal and width is None:
+        width = shutil.get_terminal_size((120, 24)).columns
+    width = PIPE_WIDTH if not terminal or width is None else width
+
+    def table_of(headers: Sequence[str]) -> Table:
+        table = Table(box=box.SIMPLE_HEAD if terminal else None, show_edge=False, pad_edge=False,
+                      header_style="bold" if terminal else "")
+        for name, header in zip(columns, headers):
+            numeric = name in NUMERIC_COLUMNS
+            longest = max((len(part) for part in header.split("\n")), default=0)
+            table.add_column(header, justify="right" if numeric else "left", min_width=longest,
+                             no_wrap=numeric or not terminal, overflow="fold")
+        for cells, flagged in rows:
+            table.add_row(*cells, style="red" if (terminal and flagged) else None)
+        return table
+
+    table = table_of(columns)
+    probe = Console(file=io.StringIO(), width=PIPE_WIDTH, highlight=False)
+    if terminal and probe.measure(table).maximum > width:
+        table = table_of([name.replace("-", "-\n") for name in columns])
+    console = Console(file=io.StringIO(), width=width, force_terminal=terminal,
                       color_system="standard" if terminal else None, highlight=False)
     console.print(table)
     return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()).strip("\n")  # type: ignore[attr-defined]

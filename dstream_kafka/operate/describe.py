@@ -15,7 +15,8 @@ import datetime as _dt
 import io
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Any
 
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import TopicPartition
@@ -30,7 +31,7 @@ __all__ = ["COLUMNS", "OffsetRow", "describe", "export_offsets", "format_history
 
 #: The table's columns, in order.
 COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET",
-           "LAG", "LAST-BATCH-TIME", "DATA-LOST")
+           "LAG", "LAG-SECONDS", "LAST-BATCH-TIME", "DATA-LOST")
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,11 @@ class OffsetRow:
     gone : str
         ``""``, or why the broker no longer has the partition the store holds: ``"topic
         deleted"`` or ``"partition deleted"`` (the topic was recreated with fewer).
+    lag_seconds : float or None
+        Age of the oldest unread record: now minus the timestamp of the record at the
+        committed offset (at the log start when records were lost), read from the log; 0 with
+        no lag; None when it could not be read in time or the partition is gone. Under
+        ``CreateTime`` the timestamp is the producer's clock.
     """
 
     group: str
@@ -68,6 +74,7 @@ class OffsetRow:
     last_batch_time_ms: int | None
     data_lost: int
     gone: str = ""
+    lag_seconds: float | None = None
 
     def last_batch_time(self) -> str:
         """Return the last batch's time as ISO 8601 UTC, or ``"-"``."""
@@ -76,13 +83,26 @@ class OffsetRow:
         t = _dt.datetime.fromtimestamp(self.last_batch_time_ms / 1000, _dt.timezone.utc)
         return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
+    def jsonValue(self) -> dict[str, Any]:
+        """The row under camelCase keys, the casing of the progress JSON (Structured
+        Streaming's): ``currentOffset``, ``logStartOffset``, ``logEndOffset``, ``lag``,
+        ``lagSeconds``, ``lastBatchTimeMs``, ``lastBatchTime`` (ISO 8601), ``dataLost``,
+        ``gone``."""
+        return {"group": self.group, "topic": self.topic, "partition": self.partition,
+                "currentOffset": self.current_offset, "logStartOffset": self.log_start_offset,
+                "logEndOffset": self.log_end_offset, "lag": self.lag,
+                "lagSeconds": self.lag_seconds, "lastBatchTimeMs": self.last_batch_time_ms,
+                "lastBatchTime": self.last_batch_time(), "dataLost": self.data_lost,
+                "gone": self.gone}
+
     def cells(self) -> tuple[str, ...]:
         """Return the row's cells in :data:`COLUMNS` order (``-`` for offsets of a gone partition,
         whose DATA-LOST cell says ``TOPIC DELETED`` or ``PARTITION DELETED``)."""
         mark = self.gone.upper() if self.gone else f"LOST {self.data_lost}" if self.data_lost else ""
+        seconds = "-" if self.lag_seconds is None else f"{self.lag_seconds:.1f}"
         return (self.group, self.topic, str(self.partition), str(self.current_offset),
                 *("-" if v is None else str(v) for v in (self.log_start_offset, self.log_end_offset, self.lag)),
-                self.last_batch_time(), mark)
+                seconds, self.last_batch_time(), mark)
 
 
 def describe(store: OffsetStore | str, group: str, *, bootstrap_servers: str | None = None,
@@ -136,6 +156,9 @@ def describe(store: OffsetStore | str, group: str, *, bootstrap_servers: str | N
     with OffsetsBroker(bootstrap_servers, timeout) as broker:
         gone = broker.existing(committed)
         start, end = broker.log_offsets([tp for tp in committed if not gone[tp]])
+    unread = {tp: max(current, start[tp]) for tp, current in committed.items()
+              if not gone[tp] and end[tp] > max(current, start[tp])}
+    ages = _oldest_unread_ages(bootstrap_servers, unread, timeout)
     rows = []
     for tp, current in sorted(committed.items()):
         if gone[tp]:
@@ -144,8 +167,41 @@ def describe(store: OffsetStore | str, group: str, *, bootstrap_servers: str | N
             continue
         rows.append(OffsetRow(group, tp.topic, tp.partition, current, start[tp], end[tp],
                               max(end[tp] - current, 0), last.get(tp),
-                              max(start[tp] - current, 0)))
+                              max(start[tp] - current, 0),
+                              lag_seconds=ages.get(tp) if tp in unread else 0.0))
     return rows
+
+
+def _oldest_unread_ages(servers: str, positions: dict[TopicPartition, int],
+                        timeout: float) -> dict[TopicPartition, float]:
+    """Seconds since the timestamp of the record at each of ``positions`` (one fetch per
+    partition, all within ``timeout``); a partition whose record did not come is left out."""
+    if not positions:
+        return {}
+    import time
+
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KafkaTopicPartition
+
+    ms = int(timeout * 1000)
+    consumer = KafkaConsumer(bootstrap_servers=servers, enable_auto_commit=False, group_id=None,
+                             request_timeout_ms=max(ms, 1000), max_poll_records=500,
+                             fetch_max_wait_ms=100, max_partition_fetch_bytes=65536)
+    found: dict[TopicPartition, float] = {}
+    try:
+        consumer.assign([KafkaTopicPartition(*tp) for tp in positions])
+        for tp, offset in positions.items():
+            consumer.seek(KafkaTopicPartition(*tp), offset)
+        deadline = time.monotonic() + timeout
+        while len(found) < len(positions) and time.monotonic() < deadline:
+            for ktp, records in consumer.poll(timeout_ms=200).items():
+                tp = TopicPartition(ktp.topic, ktp.partition)
+                if tp not in found and records:
+                    found[tp] = max(time.time() - records[0].timestamp / 1000.0, 0.0)
+                    consumer.pause(ktp)  # one record is enough
+    finally:
+        consumer.close(autocommit=False)
+    return {tp: round(age, 3) for tp, age in found.items()}
 
 
 def format_rows(rows: Sequence[OffsetRow], fmt: str = "table", *, terminal: bool = False) -> str:
@@ -157,8 +213,8 @@ def format_rows(rows: Sequence[OffsetRow], fmt: str = "table", *, terminal: bool
     fmt : {"table", "json", "csv"}
         ``table``: aligned columns (a rich table when ``terminal``), rows with data lost
         marked ``LOST n`` (partitions gone from the cluster ``TOPIC DELETED``), then a ``TOTAL`` line of lag and lost records. ``json``: a list of
-        objects (the fields of :class:`OffsetRow`, with ``last_batch_time`` as ISO 8601;
-        a gone partition has ``null`` log offsets and lag, and ``gone`` says why).
+        objects (:meth:`OffsetRow.jsonValue`, camelCase keys; a gone partition has ``null``
+        log offsets and lag, and ``gone`` says why).
         ``csv``: a header of :data:`COLUMNS` and one line per row (no total).
     terminal : bool
         Draw a rich table (colours, borders) instead of plain text.
@@ -168,8 +224,7 @@ def format_rows(rows: Sequence[OffsetRow], fmt: str = "table", *, terminal: bool
     str
     """
     if fmt == "json":
-        return json.dumps([{**asdict(r), "last_batch_time": r.last_batch_time()} for r in rows],
-                          indent=2)
+        return json.dumps([r.jsonValue() for r in rows], indent=2)
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
@@ -364,8 +419,9 @@ def format_history(records: Sequence[CommitRecord], fmt: str = "table", *,
         return iso(_dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc))
 
     if fmt == "json":
-        return json.dumps([{"batch_time_ms": r.batch_time_ms, "batch_time": batch(r.batch_time_ms),
-                            "committed_at": iso(r.committed_at),
+        # camelCase keys, as the progress JSON and describe's JSON
+        return json.dumps([{"batchTimeMs": r.batch_time_ms, "batchTime": batch(r.batch_time_ms),
+                            "committedAt": iso(r.committed_at),
                             "records": sum(x.count() for x in r.ranges),
                             "reset": None if r.reset is None else r.reset.doc(),
                             "ranges": [{"topic": x.topic, "partition": x.partition,

@@ -33,6 +33,7 @@ from dstream_kafka.config import SparkConfReader
 from dstream_kafka.plan.consumer_strategy import Assign, ConsumerStrategy
 from dstream_kafka.plan.driver_consumer import DriverConsumer
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
+from dstream_kafka.monitor.lag import LagMonitor, log_end_lookup
 from dstream_kafka.client.latest_offsets import PartitionsGone, any_reachable, latest_offsets
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.read.placement import LocationStrategy, PreferBrokers, locations_for
@@ -193,6 +194,7 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         self._bounded: BoundedRun | None = None  # with an ending option, from the start on
         self._store_epoch: int | None = None  # the offset store's epoch when this run started
         self._stopping = threading.Event()  # set when the context's stop begins
+        self._lag: LagMonitor | None = None  # the lag timer, from start to stop
         self._member = DriverConsumer(consumerStrategy, self._group_id,
                                       conf.assignment_timeout_ms / 1000.0, self._stopping,
                                       lambda: self.currentOffsets, lambda: self.offsetStore,
@@ -238,11 +240,30 @@ class DirectKafkaInputDStream(InputDStream[Any]):
             self._positions.start(consumer, self.offsetStore, stored, self._member.assignment())
             if self.startOptions.bounded:
                 self._bounded = BoundedRun(self.startOptions.ends(consumer, self.currentOffsets))
+            self._start_lag_timer()
         except BaseException:
             # The context stops only the streams that started: leave the group now, or this
             # driver would keep its partitions from the next stream of the same group.id.
             self._member.close()
             raise
+
+    def _start_lag_timer(self) -> None:
+        interval = self._conf.lag_interval_ms
+        if not interval:
+            return
+        self._lag = LagMonitor(
+            self.id, log_end_lookup(self.consumerStrategy.client_configs), interval,
+            int(self._ssc.batch_duration * 1000), rate_cap=self._conf.max_rate_per_partition or None,
+            store="no" if self.offsetStore is None else type(self.offsetStore).__name__)
+        self._lag.started(self.currentOffsets)
+        self._progress.watch_lag(self._lag)
+        self._ssc.addStreamingListener(self._lag.listener)
+        self._lag.start()
+
+    @property
+    def lag(self) -> LagMonitor | None:
+        """The lag timer (``spark.streaming.kafka.lag.interval``), or None when it is off."""
+        return self._lag
 
     def latestOffsets(self) -> dict[TopicPartition, int]:
         """Return the latest offset of every assigned partition, tracking new and revoked ones."""
@@ -340,6 +361,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
             if self.offsetStore is not None:
                 self.offsetStore.plan(self._store_group, store_time, ranges, epoch=self._store_epoch)
             rdd = self._make_rdd(ranges)
+            if self._lag is not None:
+                self._lag.planned(ranges, len(self._planned) + 1)
             behind = {tp: max(latest.get(tp, until[tp]) - until[tp], 0) for tp in until}
             self._planned[batch_time] = PlannedBatch(
                 batch_time, store_time, ranges, behind,
@@ -392,8 +415,12 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         batch = self._planned.pop(batch_time, None) or PlannedBatch.unknown(batch_time)
         started = time.perf_counter()
         store = self.offsetStore
+        if self._lag is not None:
+            self._lag.commit_started()
         if store is not None and not store.committed_in(self._store_group, batch.storeTime):
             store.commit(self._store_group, batch.storeTime, batch.ranges, epoch=self._store_epoch)
+        if self._lag is not None:
+            self._lag.committed(batch.ranges)
         self._record_read_losses(batch.rdd, batch.storeTime)
         self._commits.send(self._commit_async)
         commit_ms = (time.perf_counter() - started) * 1000.0
@@ -553,6 +580,9 @@ class DirectKafkaInputDStream(InputDStream[Any]):
 
     def stop(self) -> None:
         self._stopping.set()
+        if self._lag is not None:
+            self._lag.stop()
+            self._ssc.removeStreamingListener(self._lag.listener)
         if self.offsetStore is not None:
             # First: from here on no batch of this run writes to the store (a batch the stop
             # abandoned is refused and rolled back; see OffsetStore.epoch).

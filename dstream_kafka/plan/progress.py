@@ -36,6 +36,10 @@ class BatchProgress:
     is the driver time spent planning the batch (latest offsets, rate limits, write-ahead log,
     RDD creation); ``commitMs`` the time spent committing it (offset store and commitAsync).
 
+    ``lag`` is the stream's lag timer's latest sample and verdict when the batch completed
+    (:meth:`dstream_kafka.monitor.lag.LagSample.jsonValue` plus ``status``, ``cause`` and
+    ``evidence``), or None when the timer is off.
+
     ``id`` is the stream's identity across restarts (a UUID derived from the offset store's
     group and the stream's position in the context), ``runId`` is new each time the stream
     starts, ``batchId`` counts the completed batches of this run from 0 and ``description``
@@ -56,6 +60,7 @@ class BatchProgress:
     runId: str = ""
     batchId: int = 0
     description: str = ""
+    lag: dict[str, Any] | None = None
 
     @property
     def timestamp(self) -> str:
@@ -66,8 +71,10 @@ class BatchProgress:
         """This progress as a JSON-ready dict with Structured Streaming's field names.
 
         ``durationMs`` holds ``addBatch`` (the processing delay: the batch's output jobs),
-        ``commitOffsets`` (``commitMs``), and this library's ``planBatch`` (``planMs``) and
-        ``schedulingDelay``; a delay that is unknown is left out. ``sources`` has one entry
+        ``commitOffsets`` (``commitMs``), ``triggerExecution`` (their sum with ``planBatch``:
+        the driver and job time of the batch, without its wait in the queue), and this
+        library's ``planBatch`` (``planMs``) and ``schedulingDelay``; a delay that is unknown
+        is left out. ``sources`` has one entry
         (the stream) whose offsets are Structured Streaming's ``{"topic": {"0": 23}}`` JSON;
         ``latestOffset`` is the until offset plus the offsets behind latest. Topics and
         partitions appear in ascending order.
@@ -80,6 +87,9 @@ class BatchProgress:
         if self.processingDelay is not None:
             durations["addBatch"] = self.processingDelay
         durations["commitOffsets"] = self.commitMs
+        if self.processingDelay is not None:
+            durations["triggerExecution"] = trigger_execution_ms(
+                self.planMs, self.processingDelay, self.commitMs)
         lag = list(behind.values())
         source = {
             "description": self.description,
@@ -109,6 +119,7 @@ class BatchProgress:
             "durationMs": durations,
             "sources": [source],
             "offsetsBehindLatest": _offsets_json((tp[0], tp[1], n) for tp, n in behind.items()),
+            **({} if self.lag is None else {"lag": self.lag}),
         }
 
     def json(self) -> str:
@@ -145,7 +156,7 @@ class BatchProgress:
             offsetsBehindLatest=behind, planMs=float(durations["planBatch"]),
             commitMs=float(durations["commitOffsets"]), id=str(data["id"]),
             runId=str(data["runId"]), batchId=int(data["batchId"]),
-            description=str(source["description"]),
+            description=str(source["description"]), lag=data.get("lag"),
         )
 
     def summary(self) -> str:
@@ -160,6 +171,11 @@ class BatchProgress:
     def describe(self) -> str:
         """Spark's input description: one line per non-empty range, largest first."""
         return describe_ranges(self.ranges)
+
+
+def trigger_execution_ms(plan_ms: float, processing: int | None, commit_ms: float) -> float:
+    """Structured Streaming's ``triggerExecution`` here: planning, jobs and commit, in ms."""
+    return plan_ms + (processing or 0) + commit_ms
 
 
 def iso_timestamp(millis: int) -> str:
@@ -207,6 +223,7 @@ class ProgressTracker:
         self.runId = ""
         self.description = ""
         self._next_batch_id = 0
+        self._lag: Any = None
 
     def add_listener(self, listener: ProgressListener) -> None:
         """Call ``listener(progress)`` after each completed batch."""
@@ -260,6 +277,29 @@ class ProgressTracker:
                 self._outputs.append(_metrics.StreamMetrics(stream, None))
             self._outputs.append(page.stream_feed(stream, description, store, group))
 
+    def watch_lag(self, monitor: Any) -> None:
+        """Put ``monitor``'s (a :class:`~dstream_kafka.monitor.lag.LagMonitor`) latest sample
+        and verdict in each progress, give it each batch's time split, and send its samples to
+        the Prometheus metrics and the Streaming page when this run has them."""
+        self._lag = monitor
+        self._outputs.append(monitor.on_progress)
+        from dstream_kafka.ui import active_page
+        from dstream_kafka.ui import metrics
+
+        if any(isinstance(o, metrics.StreamMetrics) for o in self._outputs):
+            monitor.add_listener(metrics.LagMetrics(monitor.stream))
+        page = active_page()
+        if page is not None:
+            monitor.add_listener(page.state.lag_feed(monitor.stream))
+
+    def _lag_json(self) -> dict[str, Any] | None:
+        sample = None if self._lag is None else self._lag.latest
+        if sample is None:
+            return None
+        verdict = self._lag.verdict().jsonValue()
+        verdict.pop("partitions")
+        return {**sample.jsonValue(), **verdict}
+
     def record(self, batch_time: int, ranges: Sequence[OffsetRange],
                behind: Mapping[TopicPartition, int], batch_duration_s: float,
                processing: int | None, scheduling: int | None, plan_ms: float,
@@ -267,14 +307,17 @@ class ProgressTracker:
         """Record one completed batch and return its progress (listeners are told by
         :meth:`notify`)."""
         records = sum(r.count() for r in ranges)
+        # Structured Streaming's processedRowsPerSecond: rows over the trigger's execution, so a
+        # batch whose jobs took under a millisecond still has a rate.
+        trigger_ms = trigger_execution_ms(plan_ms, processing, commit_ms)
         progress = BatchProgress(
             batchTime=batch_time, ranges=tuple(ranges), numRecords=records,
             inputRate=records / batch_duration_s if batch_duration_s else 0.0,
-            processingRate=(records * 1000.0 / processing) if processing else 0.0,
+            processingRate=(records * 1000.0 / trigger_ms) if trigger_ms > 0 else 0.0,
             schedulingDelay=scheduling, processingDelay=processing,
             offsetsBehindLatest=dict(behind), planMs=plan_ms, commitMs=commit_ms,
             id=self.id, runId=self.runId, batchId=self._next_batch_id,
-            description=self.description,
+            description=self.description, lag=self._lag_json(),
         )
         self._next_batch_id += 1
         self.recent.append(progress)

@@ -84,13 +84,14 @@ def takes_time(func: Callable[..., Any], n_rdds: int, what: str) -> bool:
     raise TypeError(f"{what} should take {n_rdds} or {n_rdds + 1} arguments")
 
 
-# the engine (streaming/) and the 0-8 facade (compat/, streaming.kafka before the layout move)
-_ENGINE_DIRS = tuple(__file__.rsplit("/", 2)[0] + f"/{sub}/" for sub in ("streaming", "compat"))
+# the whole package: the engine, the 0-8 facade (compat/) and the direct stream (plan/), whose
+# foreachRDD calls the engine's; the call site is the user's line
+_ENGINE_DIRS = (__file__.rsplit("/", 2)[0] + "/",)
 
 
 def _call_site(name: str) -> str:
-    """Return ``"<name> at <file>:<line>"`` for the first frame outside the engine and the 0-8
-    facade (``compat/``, whose streams are the engine's as far as users see)."""
+    """Return ``"<name> at <file>:<line>"`` for the first frame outside this package (the
+    engine, the 0-8 facade and the direct stream, which are all the engine as users see it)."""
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_ENGINE_DIRS):
         frame = frame.f_back  # type: ignore[assignment]

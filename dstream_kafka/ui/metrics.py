@@ -33,7 +33,7 @@ _prom_core: Any = None if _prom is None else importlib.import_module("prometheus
 
 # executor_cache_counters is read.counters' function, exported here with the other figures the
 # page and /metrics show.
-__all__ = ["REGISTRY", "StreamMetrics", "serving_port", "ensure_server", "count_data_loss",
+__all__ = ["REGISTRY", "LagMetrics", "StreamMetrics", "serving_port", "ensure_server", "count_data_loss",
            "data_loss_events", "executor_cache_counters", "exposition"]
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,24 @@ if _prom is not None:
     DATA_LOSS = _prom.Counter("dstream_kafka_data_loss_events",
                               "Data-loss events skipped with failOnDataLoss=False.",
                               ["stream"], registry=REGISTRY)
+
+    _PARTITION = ["stream", "topic", "partition"]
+    LAG_OFFSETS = _prom.Gauge("dstream_kafka_lag_offsets",
+                              "Log end (LSO under read_committed) minus the committed offset, "
+                              "sampled by the lag timer.", _PARTITION, registry=REGISTRY)
+    LAG_SECONDS = _prom.Gauge("dstream_kafka_lag_seconds",
+                              "How long ago the log reached the committed offset, interpolated "
+                              "from the log-end samples.", _PARTITION, registry=REGISTRY)
+    LOG_END = _prom.Gauge("dstream_kafka_log_end_offset",
+                          "Log end offset (LSO under read_committed) at the last lag sample.",
+                          _PARTITION, registry=REGISTRY)
+    LAG_LOOKUPS = _prom.Counter("dstream_kafka_lag_lookups",
+                                "Log-end look-ups of the lag timer, by outcome (ok, failed).",
+                                ["stream", "outcome"], registry=REGISTRY)
+    LAG_STATUS = _prom.Gauge("dstream_kafka_lag_status",
+                             "1 for the stream's current lag status (OK, WARN, REWIND, STALL, "
+                             "STOP, ERR), 0 for the others.", ["stream", "status"],
+                             registry=REGISTRY)
 
     class _CacheCollector:
         """Exports :func:`executor_cache_counters` at each scrape (no per-batch bookkeeping)."""
@@ -192,3 +210,33 @@ class StreamMetrics:
 
     def __repr__(self) -> str:
         return f"StreamMetrics(stream={self.stream}, port={self.port})"
+
+
+class LagMetrics:
+    """A lag-timer listener that sets one stream's lag gauges from each sample.
+
+    A partition whose lag in seconds is not known yet has no ``dstream_kafka_lag_seconds``
+    series (never NaN, which would make ``sum()`` NaN).
+    """
+
+    def __init__(self, stream: int) -> None:
+        _require()
+        self.stream = str(stream)
+
+    def __call__(self, sample: Any, verdict: Any) -> None:
+        s = self.stream
+        LAG_LOOKUPS.labels(stream=s, outcome="failed" if sample.lookupError else "ok").inc()
+        for p in sample.partitions:
+            labels = {"stream": s, "topic": p.topic, "partition": str(p.partition)}
+            LAG_OFFSETS.labels(**labels).set(p.lagOffsets)
+            LOG_END.labels(**labels).set(p.logEndOffset)
+            COMMITTED.labels(**labels).set(p.committedOffset)
+            if p.lagSeconds is not None:
+                LAG_SECONDS.labels(**labels).set(p.lagSeconds)
+        from dstream_kafka.monitor.verdict import STATUSES
+
+        for status in STATUSES:
+            LAG_STATUS.labels(stream=s, status=status).set(int(verdict.status == status))
+
+    def __repr__(self) -> str:
+        return f"LagMetrics(stream={self.stream})"

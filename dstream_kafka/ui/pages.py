@@ -32,6 +32,9 @@ table{border-collapse:collapse;margin:6px 0} td,th{border:1px solid #ccc;padding
 vertical-align:top;text-align:left} th{background:#f3f3f3}
 td.num{text-align:right} ul.ranges{margin:0;padding-left:14px} .failed{color:#c00}
 .summary{margin:8px 0} nav a{margin-right:12px}
+.verdict{border-left:6px solid #2a2;padding:2px 10px;margin:8px 0;background:#f6fbf6}
+.verdict h3{margin:4px 0} .status-WARN,.status-REWIND{border-color:#e90;background:#fffaf0}
+.status-STALL,.status-STOP,.status-ERR{border-color:#c00;background:#fff5f5}
 """
 
 
@@ -150,9 +153,59 @@ def _statistics(state: PageState, completed: list[BatchRow], active: list[BatchR
     return _table("statistics", ["", header, "Histograms"], rows)
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else format_duration(value * 1000.0)
+
+
+def _consumer_lag_section(state: PageState, streams: list[StreamView]) -> str:
+    parts = ["<h2>Consumer lag</h2><p>Sampled by each stream's lag timer, independently of "
+             "batches: log end (last stable offset under read_committed) minus the committed "
+             "offset, and how long ago the log reached the committed offset.</p>"]
+    for view in streams:
+        if not view.lag:
+            continue
+        latest = view.lag[-1]
+        verdict = view.verdict
+        statuses = {} if verdict is None else verdict.partitions
+        if verdict is not None:
+            evidence = "".join(f"<li>{e(item)}</li>" for item in verdict.evidence)
+            parts.append(
+                f'<div class="verdict status-{e(verdict.status)}" id="lag-verdict-{view.stream}" '
+                f'data-status="{e(verdict.status)}"><h3>{e(view.description)}: '
+                f'<span class="status">{e(verdict.status)}</span></h3>'
+                f'<p class="cause">Why: {e(verdict.cause)}</p><ul>{evidence}</ul></div>')
+        if latest.lookupError:
+            parts.append(f'<p class="failed">Log-end look-up failed: {e(latest.lookupError)}</p>')
+        rows = [[_td(p.topic), _td(p.partition, True), _td(p.logEndOffset, True),
+                 _td(p.committedOffset, True),
+                 f'<td class="num lag-offsets" data-value="{p.lagOffsets}">{p.lagOffsets}</td>',
+                 f'<td class="num lag-seconds" data-value="'
+                 f'{"" if p.lagSeconds is None else p.lagSeconds}">{_seconds(p.lagSeconds)}</td>',
+                 _td(statuses.get(f"{p.topic}-{p.partition}", "-"))]
+                for p in sorted(latest.partitions, key=lambda p: (p.topic, p.partition))]
+        parts.append(_table(f"lag-{view.stream}-partitions",
+                            ["Topic", "Partition", "Log End", "Committed", "Lag (offsets)",
+                             "Lag (time)", "Status"], rows))
+        offsets: dict[str, list[tuple[int, float]]] = {}
+        seconds: dict[str, list[tuple[int, float]]] = {}
+        for sample in view.lag:
+            for p in sample.partitions:
+                name = f"{p.topic}-{p.partition}"
+                offsets.setdefault(name, []).append((sample.time, float(p.lagOffsets)))
+                if p.lagSeconds is not None:
+                    seconds.setdefault(name, []).append((sample.time, p.lagSeconds))
+        parts.append(svg.multi_line(offsets, "offsets", css_id=f"lag-{view.stream}-offsets",
+                                    batch_ms=state.batch_ms))
+        parts.append(svg.multi_line(seconds, "seconds", css_id=f"lag-{view.stream}-seconds",
+                                    batch_ms=state.batch_ms))
+    return "".join(parts)
+
+
 def _lag_section(state: PageState, streams: list[StreamView]) -> str:
-    parts = ["<h2>Offsets behind latest</h2><p>Per partition, how far each batch's until offset "
-             "stayed behind the latest offset when the batch was planned.</p>"]
+    parts = ["<h2>Offsets behind latest at planning</h2><p>Per partition, how far each batch's "
+             "until offset stayed behind the latest offset when the batch was planned (the "
+             "backlog the rate limits left; the consumer lag above is the stream's real lag)."
+             "</p>"]
     for view in streams:
         series: dict[str, list[tuple[int, float]]] = {}
         for p in view.progress:
@@ -234,7 +287,8 @@ def streaming_page(state: PageState, refresh: int | None = 5) -> str:
         links.insert(0, f'<a id="spark-ui" href="{e(state.spark_ui)}/jobs/">Spark UI</a>')
     listed = list(reversed(completed))[:LISTED_BATCHES]
     body = [f"<h1>Streaming Statistics</h1><nav>{''.join(links)}</nav>", summary,
-            _statistics(state, completed, active), _lag_section(state, streams),
+            _statistics(state, completed, active), _consumer_lag_section(state, streams),
+            _lag_section(state, streams),
             _commit_section(state, streams), _loss_section(streams), _cache_section(state),
             f"<h2>Active Batches ({len(active)})</h2>",
             _table("active-batches", ["Batch Time", "Records", "Scheduling Delay",

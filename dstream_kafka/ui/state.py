@@ -143,6 +143,8 @@ class StreamView:
     progress: collections.deque[Any]
     data_loss: list[DataLossRow] = field(default_factory=list)
     losses_seen: int = 0
+    lag: collections.deque[Any] = field(default_factory=collections.deque)
+    verdict: Any = None
 
 
 def _ranges(info: BatchInfo) -> tuple[OffsetRange, ...]:
@@ -249,13 +251,28 @@ class PageState:
                     view.data_loss = rows
         return feed
 
+    def lag_feed(self, stream: int) -> Callable[[Any, Any], None]:
+        """The lag-timer listener of stream ``stream``: keeps its samples (as many as the
+        retained batches) and its latest verdict."""
+        def feed(sample: Any, verdict: Any) -> None:
+            with self._lock:
+                view = self._streams.get(stream)
+                if view is None:
+                    return
+                if view.lag.maxlen is None:
+                    view.lag = collections.deque(view.lag, maxlen=self.retained)
+                view.lag.append(sample)
+                view.verdict = verdict
+        return feed
+
     # -- reading --------------------------------------------------------------------------
 
     def snapshot(self) -> tuple[list[BatchRow], list[BatchRow], list[StreamView]]:
         """Copies of (active batches by time, completed batches oldest first, streams)."""
         with self._lock:
             streams = [StreamView(v.stream, v.description, v.store,
-                                  collections.deque(v.progress), list(v.data_loss), v.losses_seen)
+                                  collections.deque(v.progress), list(v.data_loss), v.losses_seen,
+                                  collections.deque(v.lag), v.verdict)
                        for v in sorted(self._streams.values(), key=lambda v: v.stream)]
             return (sorted(self._active.values(), key=lambda r: r.batch_time),
                     list(self._completed), streams)

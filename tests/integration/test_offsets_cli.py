@@ -90,10 +90,30 @@ def test_describe_shows_what_was_committed_through_each_store_with_log_offsets_a
                "--bootstrap-servers", kafka.bootstrap_servers, env=env)
     assert out.returncode == 0, out.stderr
     parsed = json.loads(out.stdout)
-    assert [(p["partition"], p["current_offset"], p["log_end_offset"], p["lag"]) for p in parsed] == [
+    assert [(p["partition"], p["currentOffset"], p["logEndOffset"], p["lag"]) for p in parsed] == [
         (0, 8, 10, 2), (1, 3, 4, 1)]
     for secret in env.values():
         assert secret not in out.stdout + out.stderr
+
+
+def test_describe_gives_the_lag_in_seconds_as_the_age_of_the_oldest_unread_record(
+        kafka: Any, tmp_path: Path, unique: Callable[[str], str]) -> None:
+    topic, group = unique("topic"), unique("group")
+    kafka.create_topic(topic, partitions=2)
+    producer = kafka.producer()
+    now_ms = int(time.time() * 1000)
+    for i in range(6):  # partition 0: records stamped 10 min, 9 min ... ago
+        producer.send(topic, value=b"v", partition=0, timestamp_ms=now_ms - (10 - i) * 60_000)
+    producer.send(topic, value=b"v", partition=1, timestamp_ms=now_ms)
+    producer.flush(timeout=60)
+    uri = f"sqlite:///{tmp_path / 'o.db'}"
+    with open_store(uri) as store:
+        store.commit(group, 5_000, [OffsetRange(topic, 0, 0, 2), OffsetRange(topic, 1, 0, 1)])
+
+    rows = describe(uri, group, bootstrap_servers=kafka.bootstrap_servers, timeout=10.0)
+    aged, caught_up = rows
+    assert aged.lag == 4 and 8 * 60 <= aged.lag_seconds < 8 * 60 + 120  # offset 2: 8 min old
+    assert caught_up.lag == 0 and caught_up.lag_seconds == 0.0
 
 
 @pytest.mark.smoke
@@ -112,14 +132,18 @@ def test_describe_marks_a_committed_offset_below_the_log_start_as_lost_and_total
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET",
-                                "LOG-END-OFFSET", "LAG", "LAST-BATCH-TIME", "DATA-LOST"]
-    assert lines[1].split() == [group, topic, "0", "6", "10", "20", "14", "1970-01-01T00:00:05.000Z",
-                                "LOST", "4"]
+                                "LOG-END-OFFSET", "LAG", "LAG-SECONDS", "LAST-BATCH-TIME", "DATA-LOST"]
+    cells = lines[1].split()
+    assert cells[:7] + cells[8:] == [group, topic, "0", "6", "10", "20", "14",
+                                     "1970-01-01T00:00:05.000Z", "LOST", "4"]
+    assert 0 <= float(cells[7]) < 600  # the age of offset 10, the first record left
     assert lines[-1] == "TOTAL: 1 partitions, lag 14, 4 records LOST (committed offset below the log start)"
 
     csv_out = _cli("offsets", "describe", "--store", uri, "--group", group, "--format", "csv",
                    "--bootstrap-servers", kafka.bootstrap_servers)
-    assert csv_out.stdout.splitlines()[1] == f"{group},{topic},0,6,10,20,14,1970-01-01T00:00:05.000Z,LOST 4"
+    row = csv_out.stdout.splitlines()[1].split(",")
+    assert row[:7] + row[8:] == [group, topic, "0", "6", "10", "20", "14",
+                                 "1970-01-01T00:00:05.000Z", "LOST 4"]
 
 
 @pytest.mark.smoke
@@ -189,7 +213,7 @@ def test_a_committed_topic_the_cluster_does_not_have_is_shown_as_deleted_not_an_
     out = _cli("offsets", "describe", "--store", uri, "--group", group,
                "--bootstrap-servers", kafka.bootstrap_servers)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[1].split()[1:] == ["never-created-topic-x", "0", "1", "-", "-", "-",
+    assert out.stdout.splitlines()[1].split()[1:] == ["never-created-topic-x", "0", "1", "-", "-", "-", "-",
                                                       "1970-01-01T00:00:01.000Z", "TOPIC", "DELETED"]
 
 
@@ -302,7 +326,7 @@ def test_history_lists_committed_batches_and_imports_newest_first_with_their_rec
     limited = _cli("offsets", "history", "--store", uri, "--group", group, "--limit", "1",
                    "--format", "json", env=env)
     parsed = json.loads(limited.stdout)
-    assert [(p["batch_time_ms"], p["records"]) for p in parsed] == [(2_000, 4)]
+    assert [(p["batchTimeMs"], p["records"]) for p in parsed] == [(2_000, 4)]
 
     unknown = _cli("offsets", "history", "--store", uri, "--group", unique("other"), env=env)
     assert unknown.returncode == 1 and unknown.stderr.startswith("dstream-kafka: error: ")

@@ -173,6 +173,14 @@ LAYERS = [
     ("sql", "stores", "a DataFrame reads ranges; offsets are stored by the stream"),
     ("sql", "streaming", "DataFrames are built without the DStream engine (Spark Connect has none)"),
     ("sql", "ui", "DataFrames know no HTTP metrics"),
+    ("streaming", "monitor", "the engine knows no Kafka"),
+    ("monitor", "plan", "the lag timer is fed by the stream; it knows no planning"),
+    ("monitor", "ui", "lag is measured without the page; the page and metrics read it"),
+    ("monitor", "stores", "committed offsets come from the stream, not read from stores"),
+    ("monitor", "read", "the lag timer runs on the driver"),
+    ("read", "monitor", "executors know no lag timer"),
+    ("stores", "monitor", "stores know no lag timer"),
+    ("client", "monitor", "client look-ups know no lag timer"),
 ]
 
 

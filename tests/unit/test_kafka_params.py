@@ -165,16 +165,29 @@ def test_receive_buffer_above_65536_is_kept():
     )
 
 
-def test_contradicting_params_are_overridden_with_one_warning_each(caplog):
-    with caplog.at_level(logging.WARNING, logger="dstream_kafka.client.kafka_params"):
+def test_contradicting_params_are_overridden_with_a_warning_and_the_reset_noted_at_info(caplog):
+    with caplog.at_level(logging.INFO, logger="dstream_kafka.client.kafka_params"):
         fixed = fix_kafka_params(
-            {"group.id": "g", "enable.auto.commit": "true", "auto.offset.reset": "earliest"}
+            {"group.id": "g-noted", "enable.auto.commit": "true", "auto.offset.reset": "earliest"}
         )
     assert (fixed["enable_auto_commit"], fixed["auto_offset_reset"]) == (False, "none")
-    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert any(m.startswith("overriding enable.auto.commit to false") for m in messages)
-    assert any(m.startswith("overriding auto.offset.reset to none") for m in messages)
-    assert len(messages) == 2
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO
+             and "auto.offset.reset" in r.getMessage()]
+    assert [m.split(" (")[0] for m in warnings] == ["overriding enable.auto.commit to false for executor"]
+    assert [m.split(" (")[0] for m in infos] == ["overriding auto.offset.reset to none for executor"]
+
+
+def test_the_auto_offset_reset_override_is_told_once_per_group_and_value(caplog):
+    params = {"group.id": "g-once", "auto.offset.reset": "earliest"}
+    with caplog.at_level(logging.INFO, logger="dstream_kafka.client.kafka_params"):
+        for _ in range(3):  # a stream translates its parameters more than once, and restarts
+            fix_kafka_params(params)
+        fix_kafka_params({**params, "auto.offset.reset": "latest"})
+        fix_kafka_params({**params, "group.id": "g-other"})
+    told = [r.getMessage() for r in caplog.records if "auto.offset.reset" in r.getMessage()]
+    assert len(told) == 3
+    assert all(r.levelno == logging.INFO for r in caplog.records if "auto.offset.reset" in r.getMessage())
 
 
 def test_fixing_is_idempotent_and_silent_the_second_time(caplog):

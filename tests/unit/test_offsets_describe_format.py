@@ -12,7 +12,7 @@ from dstream_kafka.cli import build_parser
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.operate.describe import COLUMNS, OffsetRow, format_rows
 
-ROWS = [OffsetRow("etl", "clicks", 0, 118, 0, 120, 2, 1_764_000_005_000, 0),
+ROWS = [OffsetRow("etl", "clicks", 0, 118, 0, 120, 2, 1_764_000_005_000, 0, lag_seconds=1.25),
         OffsetRow("etl", "clicks", 2, 10, 25, 40, 30, None, 15)]
 GONE = OffsetRow("etl", "views", 0, 7, None, None, None, 1_764_000_005_000, 0, "topic deleted")
 
@@ -20,20 +20,21 @@ GONE = OffsetRow("etl", "views", 0, 7, None, None, None, 1_764_000_005_000, 0, "
 def test_the_plain_table_has_the_kafka_columns_a_lost_mark_and_a_total_line() -> None:
     lines = format_rows(ROWS).splitlines()
     assert lines[0].split() == list(COLUMNS)
-    assert lines[1].split() == ["etl", "clicks", "0", "118", "0", "120", "2", "2025-11-24T16:00:05.000Z"]
-    assert lines[2].split() == ["etl", "clicks", "2", "10", "25", "40", "30", "-", "LOST", "15"]
+    assert lines[1].split() == ["etl", "clicks", "0", "118", "0", "120", "2", "1.2",
+                                "2025-11-24T16:00:05.000Z"]
+    assert lines[2].split() == ["etl", "clicks", "2", "10", "25", "40", "30", "-", "-", "LOST", "15"]
     assert lines[3] == "TOTAL: 2 partitions, lag 32, 15 records LOST (committed offset below the log start)"
     assert "\x1b[" not in "\n".join(lines)
 
 
 def test_a_partition_of_a_deleted_topic_shows_dashes_a_topic_deleted_mark_and_stays_out_of_the_lag() -> None:
     lines = format_rows([*ROWS, GONE]).splitlines()
-    assert lines[3].split() == ["etl", "views", "0", "7", "-", "-", "-", "2025-11-24T16:00:05.000Z", "TOPIC",
-                                "DELETED"]
+    assert lines[3].split() == ["etl", "views", "0", "7", "-", "-", "-", "-", "2025-11-24T16:00:05.000Z",
+                                "TOPIC", "DELETED"]
     assert lines[4] == ("TOTAL: 3 partitions, lag 32, 15 records LOST (committed offset below the log start), "
                         "1 GONE from the cluster (topic deleted; not in the lag)")
     parsed = json.loads(format_rows([GONE], "json"))[0]
-    assert (parsed["gone"], parsed["log_start_offset"], parsed["log_end_offset"], parsed["lag"]) == (
+    assert (parsed["gone"], parsed["logStartOffset"], parsed["logEndOffset"], parsed["lag"]) == (
         "topic deleted", None, None, None)
 
 
@@ -47,19 +48,20 @@ def test_the_terminal_table_is_drawn_by_rich_with_colour_and_keeps_the_total_lin
     assert text.splitlines()[-1].startswith("TOTAL: 2 partitions, lag 32")
 
 
-def test_json_lists_every_field_with_the_batch_time_in_iso_8601() -> None:
+def test_json_lists_every_field_in_camel_case_with_the_batch_time_in_iso_8601() -> None:
     parsed = json.loads(format_rows(ROWS, "json"))
-    assert parsed[0] == {"group": "etl", "topic": "clicks", "partition": 0, "current_offset": 118,
-                         "log_start_offset": 0, "log_end_offset": 120, "lag": 2,
-                         "last_batch_time_ms": 1_764_000_005_000, "data_lost": 0, "gone": "",
-                         "last_batch_time": "2025-11-24T16:00:05.000Z"}
-    assert parsed[1]["last_batch_time"] == "-" and parsed[1]["data_lost"] == 15
+    assert parsed[0] == {"group": "etl", "topic": "clicks", "partition": 0, "currentOffset": 118,
+                         "logStartOffset": 0, "logEndOffset": 120, "lag": 2, "lagSeconds": 1.25,
+                         "lastBatchTimeMs": 1_764_000_005_000, "dataLost": 0, "gone": "",
+                         "lastBatchTime": "2025-11-24T16:00:05.000Z"}
+    assert parsed[1]["lastBatchTime"] == "-" and parsed[1]["dataLost"] == 15
+    assert parsed[1]["lagSeconds"] is None
 
 
 def test_csv_has_a_header_of_the_columns_and_one_line_per_partition() -> None:
     table = list(csv.reader(io.StringIO(format_rows(ROWS, "csv"))))
     assert table[0] == list(COLUMNS)
-    assert table[2] == ["etl", "clicks", "2", "10", "25", "40", "30", "-", "LOST 15"]
+    assert table[2] == ["etl", "clicks", "2", "10", "25", "40", "30", "-", "-", "LOST 15"]
     assert len(table) == 3
 
 
@@ -115,3 +117,39 @@ def test_the_offsets_command_silences_the_client_loggers_only_while_it_runs(tmp_
         assert kafka.level == logging.INFO
     finally:
         kafka.setLevel(before)
+
+
+def _visible(text: str) -> list[str]:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text).splitlines()
+
+
+LONG = [OffsetRow("clicks-etl-production", "clicks-events-from-web", p, 118, 0, 120, 2,
+                  1_764_000_005_000, 0, lag_seconds=1.5) for p in range(3)]
+
+
+def test_a_terminal_table_fits_120_columns_and_breaks_headers_only_at_hyphens() -> None:
+    from dstream_kafka.operate.common import render_table
+
+    lines = _visible(render_table(COLUMNS, [(r.cells(), False) for r in LONG], terminal=True,
+                                  width=120))
+    assert max(len(line) for line in lines) <= 120
+    pieces = {piece for name in COLUMNS for piece in name.replace("-", "- ").split()}
+    header = lines[:lines.index(next(line for line in lines if line.startswith("─")))]
+    assert {word for line in header for word in line.split()} <= pieces
+
+
+def test_a_terminal_table_takes_its_width_from_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    lines = _visible(format_rows(LONG, terminal=True))
+    assert max(len(line) for line in lines) <= 100
+
+
+def test_a_wide_terminal_keeps_one_header_line_and_a_pipe_is_never_wrapped() -> None:
+    from dstream_kafka.operate.common import render_table
+
+    wide = _visible(render_table(COLUMNS, [(r.cells(), False) for r in LONG], terminal=True,
+                                 width=250))
+    assert wide[0].split() == list(COLUMNS)
+    assert format_rows(LONG).splitlines()[0].split() == list(COLUMNS)

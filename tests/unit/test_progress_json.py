@@ -36,7 +36,7 @@ def test_json_uses_structured_streaming_field_names_and_offset_json() -> None:
     assert data["inputRowsPerSecond"] == 6.5
     assert data["processedRowsPerSecond"] == 130.0
     assert data["durationMs"] == {"planBatch": 2.5, "schedulingDelay": 4, "addBatch": 100,
-                                  "commitOffsets": 1.25}
+                                  "commitOffsets": 1.25, "triggerExecution": 103.75}
     (source,) = data["sources"]
     assert source["description"] == "Kafka 0.10 direct stream [0]"
     assert source["startOffset"] == {"events": {"0": 20, "1": 50}}
@@ -57,6 +57,15 @@ def test_pretty_json_holds_the_same_values_as_json() -> None:
 def test_unknown_delays_are_left_out_of_duration_ms() -> None:
     data = json.loads(_progress(schedulingDelay=None, processingDelay=None).json())
     assert data["durationMs"] == {"planBatch": 2.5, "commitOffsets": 1.25}
+
+
+def test_processed_rows_per_second_counts_a_batch_whose_jobs_took_no_millisecond() -> None:
+    tracker = ProgressTracker()
+    progress = tracker.record(1_000, [OffsetRange("t", 0, 0, 40)], {}, 1.0, processing=0,
+                              scheduling=1, plan_ms=1.5, commit_ms=0.5)
+    # Structured Streaming's rate: rows over triggerExecution (plan + jobs + commit) = 2 ms
+    assert progress.processingRate == 20_000.0
+    assert progress.jsonValue()["durationMs"]["triggerExecution"] == 2.0
 
 
 def test_iso_timestamp_is_utc_with_milliseconds() -> None:
@@ -172,3 +181,16 @@ def test_a_metrics_port_that_is_not_a_tcp_port_fails_the_start_naming_the_key(po
 
     with pytest.raises(ConfigurationError, match="spark.streaming.kafka.metrics.prometheus.port"):
         ProgressTracker().start({config.METRICS_PROMETHEUS_PORT: port}, "d", "g/0", 0)
+
+
+def test_the_lag_of_a_progress_is_in_its_json_and_read_back() -> None:
+    lag = {"timestamp": "2023-11-14T22:13:20.123Z", "lagOffsets": 7, "maxLagSeconds": 1.5,
+           "lookupError": None,
+           "partitions": {"events": {"1": {"logEndOffset": 67, "committedOffset": 60,
+                                           "lagOffsets": 7, "lagSeconds": 1.5}}},
+           "status": "WARN", "cause": "input above processing: ...", "evidence": []}
+    p = _progress(lag=lag)
+    assert json.loads(p.json())["lag"] == lag
+    assert BatchProgress.fromJson(p.json()) == dataclasses.replace(
+        p, ranges=tuple(sorted(p.ranges, key=lambda r: (r.topic, r.partition))))
+    assert "lag" not in json.loads(_progress().json())  # no timer, no key

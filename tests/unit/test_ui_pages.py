@@ -254,3 +254,29 @@ def test_the_demo_display_is_live_on_a_terminal_and_lists_the_newest_batch_first
     last_view = out.getvalue().rsplit("dstream-kafka demo", 1)[1]
     rows = re.findall(r"(\d\d:\d\d:\d\d) │\s+(\d+)", last_view)
     assert [n for _, n in rows] == ["4", "15"] and "p0:[10,25)" in last_view
+
+
+def test_the_consumer_lag_section_shows_the_verdict_escaped_the_partitions_and_both_charts() -> None:
+    from dstream_kafka.monitor.lag import LagSample, PartitionLag
+    from dstream_kafka.monitor.verdict import Verdict
+
+    state = _state_with_batches(2)
+    state.stream_feed(0, "stream <0>", None, "g")
+    feed = state.lag_feed(0)
+    for i, (end, seconds) in enumerate([(40, None), (60, 1.5), (90, 3.0)]):
+        sample = LagSample(T0 + 1000 * i, (PartitionLag("clicks", 0, end, 25, end - 25, seconds),))
+        feed(sample, Verdict("WARN", "rate limit: <capped>", ("input rate 30.0 records/s",),
+                             {"clicks-0": "WARN"}))
+    html = pages.streaming_page(state)
+    box = re.search(r'<div class="verdict status-WARN" id="lag-verdict-0" data-status="WARN">'
+                    r'(.*?)</div>', html)
+    assert box is not None
+    assert "rate limit: &lt;capped&gt;" in box.group(1) and "<capped>" not in html
+    assert "<li>input rate 30.0 records/s</li>" in box.group(1)
+    row = re.search(r'<table id="lag-0-partitions">.*?<tbody>(.*?)</tbody>', html).group(1)
+    assert re.findall(r'data-value="([^"]*)"', row) == ["65", "3.0"]
+    assert ">3.0 s<" in row and "<td>WARN</td>" in row
+    assert len(re.findall(r'<circle class="point"[^>]*data-series="clicks-0"',
+                          html.split('id="lag-0-offsets"')[1].split("</svg>")[0])) == 3
+    assert len(re.findall(r'<circle class="point"',  # no point while seconds were unknown
+                          html.split('id="lag-0-seconds"')[1].split("</svg>")[0])) == 2
