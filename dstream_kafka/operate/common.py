@@ -57,10 +57,19 @@ def render_table(columns: Sequence[str], rows: Sequence[tuple[Sequence[str], boo
     probe = Console(file=io.StringIO(), width=PIPE_WIDTH, highlight=False)
     if terminal and probe.measure(table).maximum > width:
         table = table_of([name.replace("-", "-\n") for name in columns])
-    console = Console(file=io.StringIO(), width=width, force_terminal=terminal,
-                      color_system="standard" if terminal else None, highlight=False)
-    console.print(table)
-    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()).strip("\n")  # type: ignore[attr-defined]
+    last = columns[-1].split("-")[-1] if columns else ""
+    while True:
+        console = Console(file=io.StringIO(), width=width, force_terminal=terminal,
+                          color_system="standard" if terminal else None, highlight=False)
+        console.print(table)
+        text = console.file.getvalue()  # type: ignore[attr-defined]
+        # rich crops the last columns of a table that cannot fit; a column such as DATA-LOST
+        # must never vanish, so the lines grow past the terminal instead
+        header = "\n".join(text.splitlines()[:3])
+        if not terminal or last in header or width >= PIPE_WIDTH:
+            break
+        width += 10
+    return "\n".join(line.rstrip() for line in text.splitlines()).strip("\n")
 
 
 def opened_store(store: OffsetStore | str, timeout: float, *, create: bool = False) -> tuple[OffsetStore, bool]:

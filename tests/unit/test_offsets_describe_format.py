@@ -153,3 +153,10 @@ def test_a_wide_terminal_keeps_one_header_line_and_a_pipe_is_never_wrapped() -> 
                                  width=250))
     assert wide[0].split() == list(COLUMNS)
     assert format_rows(LONG).splitlines()[0].split() == list(COLUMNS)
+
+
+def test_a_terminal_too_narrow_for_the_table_keeps_every_column(monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    text = format_rows(ROWS, terminal=True)
+    for part in ("GROUP", "TOPIC", "PARTITION", "LAG", "DATA-", "LOST"):
+        assert part in text
