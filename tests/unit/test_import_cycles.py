@@ -160,6 +160,11 @@ LAYERS = [
     ("streaming", "read", "the engine knows no Kafka"),
     ("streaming", "stores", "the engine knows no Kafka"),
     ("streaming", "client", "the engine knows no Kafka"),
+    ("streaming", "write", "the engine knows no Kafka"),
+    ("read", "write", "executors' reads know nothing of where results go"),
+    ("plan", "write", "batch planning knows no outputs; the output finds its stream"),
+    ("stores", "write", "stores know no outputs"),
+    ("client", "write", "client settings know no outputs"),
 ]
 
 
