@@ -29,8 +29,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from dstream_kafka.client.security import check_credentials
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import OffsetRange
+from dstream_kafka.write.producers import consumer_settings
 from dstream_kafka.write.settings import AT_LEAST_ONCE, EXACTLY_ONCE, OutputSettings
 from dstream_kafka.write.task import write_at_least_once, write_exactly_once
 
@@ -122,6 +124,8 @@ class KafkaOutput:
     ------
     ConfigurationError
         For bad parameters or options (:meth:`OutputSettings.of`), before any data moves.
+    KafkaAuthenticationError
+        When the brokers refuse the SASL credentials (checked here, never quoting them).
     """
 
     def __init__(self, kafkaParams: Mapping[str, Any], topic: str | None = None,
@@ -130,6 +134,8 @@ class KafkaOutput:
         if backend is None:
             backend = _default_backend()
         self.settings = OutputSettings.of(kafkaParams, topic, guarantee, backend, applicationId)
+        # Refused SASL credentials fail here, in seconds, not in every task after a timeout.
+        check_credentials(consumer_settings(self.settings))
         self._source: Any = None
         self._group: str | None = None
 
@@ -161,6 +167,7 @@ class KafkaOutput:
                     "this direct stream already has an exactly-once Kafka output: each input "
                     "partition's offsets can be committed by one transaction only. Write every "
                     "result in one output (records may name their own topic)")
+            _check_same_cluster(self.settings, source)
             _exactly_once_sources.add(source)
             self._source = source
         stream.foreachRDD(self._write_batch)
@@ -270,6 +277,40 @@ def _direct_source(stream: Any) -> Any:
                 "batches): write the per-batch stream, or write at-least-once")
         node = parents[0]
     return node
+
+
+def _servers(value: Any) -> set[str]:
+    items = value.split(",") if isinstance(value, str) else list(value or ())
+    return {str(item).strip() for item in items if str(item).strip()}
+
+
+def _cluster_id(config: Mapping[str, Any]) -> str:
+    from kafka import KafkaAdminClient
+
+    known = KafkaAdminClient.DEFAULT_CONFIG
+    admin = KafkaAdminClient(**{k: v for k, v in config.items()
+                                if k in known and not k.endswith(("_serializer",
+                                                                  "_deserializer"))})
+    try:
+        return str(admin.describe_cluster().get("cluster_id"))
+    finally:
+        admin.close()
+
+
+def _check_same_cluster(settings: OutputSettings, source: Any) -> None:
+    """Refuse an exactly-once output to another cluster than its stream reads: the
+    transactions commit the input offsets in the output's cluster, where a restart of the
+    stream would never look. Same server lists need no look-up."""
+    driver = source.consumerStrategy.client_configs.driver
+    if _servers(driver.get("bootstrap_servers")) == _servers(
+            settings.producer.get("bootstrap_servers")):
+        return
+    reads, writes = _cluster_id(driver), _cluster_id(settings.producer)
+    if reads != writes:
+        raise ConfigurationError(
+            f"exactly-once output writes to Kafka cluster {writes} but its stream reads cluster "
+            f"{reads}: a transaction commits the input offsets in the cluster it writes to, "
+            "so input and output must be one cluster. Write at-least-once to another cluster")
 
 
 def _check_source(source: Any) -> str:
