@@ -246,3 +246,39 @@ def test_an_exactly_once_output_refuses_a_stream_read_without_read_committed(
                          guarantee="exactly-once")
     with pytest.raises(ConfigurationError, match="isolation.level=read_committed"):
         output.writeStream(stream.map(lambda r: (r.key, r.value)))
+
+
+def test_an_exactly_once_output_refuses_a_checkpointed_context(kafka, make_ssc, unique,
+                                                               tmp_path):
+    ssc = make_ssc(BATCH)
+    ssc.checkpoint(str(tmp_path / "checkpoint"))
+    stream = _direct(ssc, kafka, unique("in"), unique("g"))
+    output = KafkaOutput({"bootstrap.servers": kafka.bootstrap_servers}, topic=unique("out"),
+                         guarantee="exactly-once")
+    with pytest.raises(ConfigurationError, match="checkpoint folder"):
+        output.writeStream(stream)
+
+
+@pytest.mark.parametrize("combine, cause", [
+    (lambda a, b: a.union(b), "parent streams"),
+    (lambda a, b: a.window(2 * BATCH, 2 * BATCH), "windowed"),
+])
+def test_an_exactly_once_output_refuses_combined_and_windowed_streams(
+        kafka, make_ssc, unique, combine, cause):
+    ssc = make_ssc(BATCH)
+    first = _direct(ssc, kafka, unique("in"), unique("g"))
+    second = _direct(ssc, kafka, unique("in"), unique("g"))
+    output = KafkaOutput({"bootstrap.servers": kafka.bootstrap_servers}, topic=unique("out"),
+                         guarantee="exactly-once")
+    with pytest.raises(ConfigurationError, match=cause):
+        output.writeStream(combine(first, second))
+
+
+def test_a_second_exactly_once_output_on_one_stream_is_refused(kafka, make_ssc, unique):
+    ssc = make_ssc(BATCH)
+    stream = _direct(ssc, kafka, unique("in"), unique("g"))
+    params = {"bootstrap.servers": kafka.bootstrap_servers}
+    KafkaOutput(params, topic=unique("out"), guarantee="exactly-once").writeStream(stream)
+    with pytest.raises(ConfigurationError, match="already has an exactly-once"):
+        KafkaOutput(params, topic=unique("out"), guarantee="exactly-once").writeStream(
+            stream.map(lambda r: r))

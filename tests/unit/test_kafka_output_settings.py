@@ -178,3 +178,26 @@ def test_an_empty_range_without_records_opens_no_producer(monkeypatch) -> None:
     producer = _FakeProducer()
     assert _run(monkeypatch, producer, [], until=5) == [0]
     assert producer.calls == []
+
+
+def _exactly_once_output() -> Any:
+    from dstream_kafka import KafkaOutput
+
+    return KafkaOutput(SERVERS, topic="out", guarantee="exactly-once", backend="kafka-python")
+
+
+def test_an_exactly_once_output_passed_to_foreach_rdd_is_refused_for_write_stream() -> None:
+    with pytest.raises(ConfigurationError, match=r"writeStream\(stream\)"):
+        _exactly_once_output()(None, None)
+
+
+def test_an_exactly_once_rdd_write_needs_its_kafka_rdd_and_group() -> None:
+    with pytest.raises(ConfigurationError, match="source=kafka_rdd"):
+        _exactly_once_output().write(object())
+
+    class Derived:
+        def offsetRanges(self) -> list[OffsetRange]:
+            return []
+
+    with pytest.raises(ConfigurationError, match="groupId"):
+        _exactly_once_output().write(object(), source=Derived())
