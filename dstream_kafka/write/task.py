@@ -72,11 +72,15 @@ def write_exactly_once(settings: OutputSettings, group: str, batch_time_ms: int,
 
     An empty range with no records writes nothing (there is no position to move).
 
+    A range the group's committed offset has already passed (read after
+    ``init_transactions``, so no earlier attempt's transaction is still open) is skipped: an
+    earlier attempt wrote it.
+
     Raises
     ------
     OutputFencedError
-        When ``group``'s committed offset (read after ``init_transactions``, so no earlier
-        attempt's transaction is still open) is neither absent nor the range's start.
+        When ``group``'s committed offset is neither absent, nor the range's start, nor past
+        its end: records before the range were never written, or part of it was.
     KafkaWriteError
         When a record or the commit failed; the transaction is aborted first.
     """
@@ -94,6 +98,14 @@ def write_exactly_once(settings: OutputSettings, group: str, batch_time_ms: int,
     try:
         producer.init()
         committed = producer.committed(group, r.topic, r.partition)
+        if committed is not None and committed >= r.untilOffset and r.count():
+            # An earlier attempt (a task that died after its commit, before Spark heard of
+            # it) or another run wrote this whole range: its outputs exist, once.
+            log.warning("%s-%d [%d, %d) was already written and committed (group %s is at %d); "
+                        "skipped", r.topic, r.partition, r.fromOffset, r.untilOffset, group,
+                        committed)
+            yield 0
+            return
         if committed is not None and committed != r.fromOffset:
             raise OutputFencedError(_fenced_message(group, r, committed))
         producer.begin()
@@ -118,11 +130,9 @@ def write_exactly_once(settings: OutputSettings, group: str, batch_time_ms: int,
 
 
 def _fenced_message(group: str, r: OffsetRange, committed: int) -> str:
-    if committed == r.untilOffset:
-        why = ("this range was already written and committed (another run of this "
-               "application wrote it: two drivers with one applicationId)")
-    elif committed > r.fromOffset:
-        why = "the group is ahead of this range: its records were written by another run"
+    if committed > r.fromOffset:
+        why = ("the group is inside this range: part of its records were written by another "
+               "run of this application (two drivers with one applicationId)")
     else:
         why = ("the group is behind this range: records between were never written "
                "(a batch that failed, or starting offsets other than the group's)")

@@ -192,15 +192,30 @@ def test_a_second_producer_with_the_same_transactional_id_fences_the_first(
                                                                    "read_uncommitted")
 
 
-def test_a_range_the_group_already_committed_is_refused_not_written_twice(kafka, sc, unique):
+def test_a_range_the_group_already_committed_is_skipped_not_written_twice(kafka, sc, unique):
     source, target, group, rdd = _written_input(kafka, sc, unique, 4)
     output = KafkaOutput({"bootstrap.servers": kafka.bootstrap_servers}, topic=target,
                          guarantee="exactly-once")
-    output.write(rdd.map(lambda r: (r.key, r.value)), source=rdd, groupId=group)
-    with pytest.raises(Exception, match="already written and committed") as caught:
-        output.write(rdd.map(lambda r: (r.key, r.value)), source=rdd, groupId=group)
-    assert OutputFencedError.__name__ in str(caught.value)
+    assert output.write(rdd.map(lambda r: (r.key, r.value)), source=rdd, groupId=group) == 4
+    assert output.write(rdd.map(lambda r: (r.key, r.value)), source=rdd, groupId=group) == 0
     assert len(_read(kafka, target)) == 4
+
+
+def test_a_range_whose_start_the_group_has_passed_is_refused_as_fenced(kafka, sc, unique):
+    source, target, group, _ = _written_input(kafka, sc, unique, 4)
+    output = KafkaOutput({"bootstrap.servers": kafka.bootstrap_servers}, topic=target,
+                         guarantee="exactly-once")
+    head = KafkaUtils.createRDD(sc, _stream_params(kafka, group), [OffsetRange(source, 0, 0, 2)],
+                                LocationStrategies.PreferConsistent)
+    output.write(head.map(lambda r: (r.key, r.value)), source=head, groupId=group)
+    straddling = KafkaUtils.createRDD(sc, _stream_params(kafka, group),
+                                      [OffsetRange(source, 0, 1, 4)],
+                                      LocationStrategies.PreferConsistent)
+    with pytest.raises(Exception, match="inside this range") as caught:
+        output.write(straddling.map(lambda r: (r.key, r.value)), source=straddling,
+                     groupId=group)
+    assert OutputFencedError.__name__ in str(caught.value)
+    assert len(_read(kafka, target)) == 2
 
 
 def test_exactly_once_after_a_shuffle_is_refused_before_any_record_is_written(
@@ -282,3 +297,27 @@ def test_a_second_exactly_once_output_on_one_stream_is_refused(kafka, make_ssc, 
     with pytest.raises(ConfigurationError, match="already has an exactly-once"):
         KafkaOutput(params, topic=unique("out"), guarantee="exactly-once").writeStream(
             stream.map(lambda r: r))
+
+
+def test_records_land_on_their_given_partition_or_their_keys_murmur2_partition_with_headers(
+        kafka, sc, unique):
+    from kafka.partitioner.default import murmur2
+
+    target = unique("out")
+    kafka.create_topic(target, partitions=3)
+    records = [{"key": f"key-{i}".encode(), "value": b"v", "headers": {"n": str(i)}}
+               for i in range(12)] + [{"value": b"placed", "partition": 2}]
+    output = KafkaOutput({"bootstrap.servers": kafka.bootstrap_servers}, topic=target)
+    assert output.write(sc.parallelize(records, 2)) == 13
+    consumer = KafkaConsumer(target, bootstrap_servers=kafka.bootstrap_servers,
+                             auto_offset_reset="earliest", consumer_timeout_ms=10000)
+    try:
+        seen = [consumer.__next__() for _ in range(13)]
+    finally:
+        consumer.close(autocommit=False)
+    for record in seen:
+        if record.key is None:
+            assert (record.partition, record.value) == (2, b"placed")
+        else:
+            assert record.partition == (murmur2(record.key) & 0x7FFFFFFF) % 3, record
+            assert dict(record.headers) == {"n": record.key.split(b"-")[1]}

@@ -164,8 +164,7 @@ def test_a_failed_send_aborts_the_transaction_and_fails_the_task(monkeypatch) ->
     assert "abort" in producer.calls and "commit" not in producer.calls
 
 
-@pytest.mark.parametrize("committed, why", [(10, "already written"), (7, "ahead"),
-                                            (3, "behind")])
+@pytest.mark.parametrize("committed, why", [(7, "inside this range"), (3, "behind")])
 def test_a_group_not_at_the_range_start_is_refused_before_writing(monkeypatch, committed: int,
                                                                   why: str) -> None:
     producer = _FakeProducer(committed=committed)
@@ -201,3 +200,11 @@ def test_an_exactly_once_rdd_write_needs_its_kafka_rdd_and_group() -> None:
 
     with pytest.raises(ConfigurationError, match="groupId"):
         _exactly_once_output().write(object(), source=Derived())
+
+
+@pytest.mark.parametrize("committed", [10, 12])
+def test_a_range_the_group_has_passed_is_skipped_because_an_earlier_attempt_wrote_it(
+        monkeypatch, committed: int) -> None:
+    producer = _FakeProducer(committed=committed)
+    assert _run(monkeypatch, producer, [(b"k", b"v")]) == [0]
+    assert producer.calls == ["init", "committed", "close"]
