@@ -241,6 +241,8 @@ class KafkaOutput:
             return write_exactly_once(settings, group, batch_ms, ranges[index], records)
 
         counts = rdd.mapPartitionsWithIndex(write, preservesPartitioning=True).collect()
+        log.info("exactly-once output wrote %d records for group %s in %d partition "
+                 "transactions", sum(counts), group, sum(1 for r in ranges if r.count()))
         return int(sum(counts))
 
 
