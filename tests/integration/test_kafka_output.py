@@ -63,10 +63,13 @@ def _values(n: int, prefix: str = "v") -> list[tuple[str, str]]:
     return [(f"k{i}", f"{prefix}{i}") for i in range(n)]
 
 
-def _direct(ssc: Any, kafka: Any, topic: str, group: str, **extra: Any) -> Any:
-    return KafkaUtils.createDirectStream(
-        ssc, LocationStrategies.PreferConsistent,
-        ConsumerStrategies.Subscribe([topic], _stream_params(kafka, group, **extra)))
+def _direct(ssc: Any, kafka: Any, topic: str, group: str, assign: bool = False,
+            **extra: Any) -> Any:
+    params = _stream_params(kafka, group, **extra)
+    strategy = (ConsumerStrategies.Assign([TopicPartition(topic, p) for p in
+                                           kafka.partitions_for(topic)], params)
+                if assign else ConsumerStrategies.Subscribe([topic], params))
+    return KafkaUtils.createDirectStream(ssc, LocationStrategies.PreferConsistent, strategy)
 
 
 def _run_until(ssc: Any, predicate: Any, what: str) -> None:
@@ -111,8 +114,9 @@ def test_an_exactly_once_stream_writes_each_record_once_and_commits_until_offset
         (k.encode(), v.encode()) for k, v in _values(30))
 
 
+@pytest.mark.parametrize("assign", [False, True], ids=["subscribe", "assign"])
 def test_a_restarted_exactly_once_stream_resumes_at_the_offsets_its_transactions_committed(
-        kafka, make_ssc, unique):
+        kafka, make_ssc, unique, assign):
     source, target, group = unique("in"), unique("out"), unique("g")
     kafka.create_topic(source, partitions=2)
     kafka.create_topic(target, partitions=2)
@@ -122,7 +126,7 @@ def test_a_restarted_exactly_once_stream_resumes_at_the_offsets_its_transactions
         ends = kafka.end_offsets(source)
         ssc = make_ssc(BATCH)
         KafkaOutput(params, topic=target, guarantee="exactly-once").writeStream(
-            _direct(ssc, kafka, source, group).map(lambda r: (r.key, r.value)))
+            _direct(ssc, kafka, source, group, assign).map(lambda r: (r.key, r.value)))
         _run_until(ssc, lambda: _committed(kafka, group, source) == ends,
                    f"run {run}'s offsets committed")
     expected = [(k.encode(), v.encode()) for p in ("first", "second") for k, v in _values(10, p)]
