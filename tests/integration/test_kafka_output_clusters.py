@@ -1,4 +1,5 @@
-"""The Kafka output through secured listeners, and the one-cluster rule of exactly-once."""
+"""The Kafka output through secured listeners, the one-cluster rule of exactly-once, and a
+broker killed in the middle of a transaction."""
 
 from __future__ import annotations
 
@@ -65,3 +66,77 @@ def test_exactly_once_to_another_cluster_than_the_stream_reads_is_refused(
                          topic=unique("out"), guarantee="exactly-once")
     with pytest.raises(ConfigurationError, match="one cluster"):
         output.writeStream(stream)
+
+
+def _wait_for_file(path: str, timeout: float = 120.0) -> None:
+    import os
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} never appeared")
+        time.sleep(0.05)
+
+
+def test_a_broker_killed_mid_transaction_leaves_all_or_nothing_and_a_retry_writes_once(
+        sc, own_kafka, unique, tmp_path):
+    import threading
+
+    from kafka import KafkaConsumer as Reader
+
+    source, target, group = unique("in"), unique("out"), unique("g")
+    own_kafka.create_topic(source)
+    own_kafka.create_topic(target)
+    own_kafka.produce(source, [(b"k", f"v{i}") for i in range(10)], partition=0)
+    params = {"bootstrap.servers": own_kafka.bootstrap_servers}
+    started, go = str(tmp_path / "started"), str(tmp_path / "go")
+
+    def pause_half_way(record: Any) -> Any:
+        # Runs on an executor, which cannot import this module: everything it needs is here.
+        import os
+        import time
+
+        if record.offset == 5:  # half the transaction is sent: let the test kill the broker
+            open(started, "w").close()
+            deadline = time.monotonic() + 120
+            while not os.path.exists(go) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return (record.key, record.value)
+
+    rdd = KafkaUtils.createRDD(sc, {**params, "group.id": group}, [OffsetRange(source, 0, 0, 10)],
+                               LocationStrategies.PreferConsistent)
+    output = KafkaOutput({**params, "transaction.timeout.ms": 20000,
+                          "delivery.timeout.ms": 20000, "request.timeout.ms": 5000},
+                         topic=target, guarantee="exactly-once")
+    outcome: dict[str, Any] = {}
+
+    def first_attempt() -> None:
+        try:
+            outcome["written"] = output.write(rdd.map(pause_half_way), source=rdd, groupId=group)
+        except Exception as exc:  # the broker's death may fail the attempt: that is allowed
+            outcome["error"] = exc
+
+    writer = threading.Thread(target=first_attempt)
+    writer.start()
+    _wait_for_file(started)
+    own_kafka.stop_broker(own_kafka.node_ids[0], kill=True)
+    own_kafka.start_broker(own_kafka.node_ids[0])
+    open(go, "w").close()
+    writer.join(timeout=300)
+    assert not writer.is_alive()
+
+    def visible() -> int:
+        reader = Reader(target, bootstrap_servers=params["bootstrap.servers"],
+                        isolation_level="read_committed", auto_offset_reset="earliest",
+                        consumer_timeout_ms=5000, enable_auto_commit=False)
+        try:
+            return sum(1 for _ in reader)
+        finally:
+            reader.close(autocommit=False)
+
+    committed = "written" in outcome
+    assert visible() == (10 if committed else 0), outcome
+    # A retry (a new attempt with the same transactional id) completes the range, once.
+    output.write(rdd.map(lambda r: (r.key, r.value)), source=rdd, groupId=group)
+    assert visible() == 10
