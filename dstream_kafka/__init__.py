@@ -50,6 +50,8 @@ _EXPORTS: dict[str, str] = {
     # offset stores
     "OffsetStore": "dstream_kafka.stores",
     "OffsetStores": "dstream_kafka.stores",
+    # writing
+    "KafkaOutput": "dstream_kafka.write",
 }
 
 __all__ = sorted([*_EXPORTS, "DStreamKafkaError", "errors", "__version__"])
@@ -107,3 +109,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         StreamingContext as StreamingContext,
         StreamingListener as StreamingListener,
     )
+    from dstream_kafka.write import KafkaOutput as KafkaOutput

@@ -16,6 +16,8 @@ Hierarchy::
     ├── KafkaReadError (RuntimeError)            executor-side reads that did not return the range
     │   ├── WrongOffsetError                     a record came back at another offset than asked
     │   └── FetchTimeoutError                    no data within the poll timeout
+    ├── KafkaWriteError (RuntimeError)           the Kafka output could not write or commit
+    │   └── OutputFencedError                    the group's offsets are not where the batch starts
     ├── BrokerTimeoutError (TimeoutError)        Kafka did not answer a driver request in time
     ├── DataLossError (RuntimeError)             offsets that are no longer in the log
     ├── PartitionsRevokedError (RuntimeError)    another consumer in the same group took partitions
@@ -47,6 +49,8 @@ __all__ = [
     "WrongOffsetError",
     "FetchTimeoutError",
     "BrokerTimeoutError",
+    "KafkaWriteError",
+    "OutputFencedError",
     "DataLossError",
     "PartitionsRevokedError",
     "OffsetCommitError",
@@ -103,6 +107,15 @@ class WrongOffsetError(KafkaReadError):
 
 class FetchTimeoutError(KafkaReadError):
     """No record arrived within ``spark.streaming.kafka.consumer.poll.ms``."""
+
+
+class KafkaWriteError(DStreamKafkaError, RuntimeError):
+    """The Kafka output could not write a partition's records or commit its transaction."""
+
+
+class OutputFencedError(KafkaWriteError):
+    """An exactly-once write whose input range does not start at the group's committed offset
+    (another run or driver already wrote it, or the offsets were moved)."""
 
 
 class BrokerTimeoutError(DStreamKafkaError, TimeoutError):

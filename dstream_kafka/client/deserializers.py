@@ -16,6 +16,7 @@ from dstream_kafka.errors import ConfigurationError
 
 __all__ = [
     "DESERIALIZER_CLASSES",
+    "check_picklable",
     "deserializer_name",
     "qualified_name",
     "utf8_decoder",
@@ -127,6 +128,12 @@ def validate_deserializer(name: str, value: Any) -> Any:
             f"{name} must be a callable bytes -> object, a kafka.serializer.Deserializer or a "
             f"Java class name, got {type(value).__name__}"
         )
+    return check_picklable(name, value)
+
+
+def check_picklable(name: str, value: Any) -> Any:
+    """Return ``value`` (of parameter ``name``) once it pickles for executors, or raise
+    :class:`~dstream_kafka.errors.ConfigurationError` naming the parameter."""
     from pyspark import cloudpickle
 
     try:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dstream_kafka.client.deserializers import DESERIALIZER_CLASSES as DESERIALIZER_CLASSES
+from dstream_kafka.client.deserializers import check_picklable
 from dstream_kafka.client.deserializers import utf8_decoder as utf8_decoder
 from dstream_kafka.client.deserializers import validate_deserializer as validate_deserializer
 from dstream_kafka.errors import ConfigurationError
@@ -47,10 +48,12 @@ __all__ = [
     "executor_group_id",
     "fix_kafka_params",
     "is_secret_key",
+    "producer_config",
     "redact",
     "show_value",
     "utf8_decoder",
     "validate_deserializer",
+    "validate_serializer",
 ]
 
 log = logging.getLogger(__name__)
@@ -87,6 +90,21 @@ _JAVA_ONLY = frozenset(
 _REFUSED = {
     "interceptor.classes": "consumer interceptors are Java classes and cannot run in Python",
 }
+# Producer settings the Kafka output decides itself: refused with the reason.
+_PRODUCER_REFUSED = {
+    **_REFUSED,
+    "transactional.id": "the Kafka output derives it from (application, input topic, "
+                        "partition) in exactly-once mode; set applicationId instead",
+    "transactional_id": "the Kafka output derives it from (application, input topic, "
+                        "partition) in exactly-once mode; set applicationId instead",
+    "partitioner.class": "partitioners are Java classes; give a record a 'partition' to place it",
+    "partitioner": "give a record a 'partition' to place it (both backends hash keys as Java does)",
+}
+#: Producer serializers known by Java class name: what a record's key or value may then be.
+SERIALIZER_CLASSES = {
+    "org.apache.kafka.common.serialization.StringSerializer": "str",
+    "org.apache.kafka.common.serialization.ByteArraySerializer": "bytes",
+}
 # Types of kafka-python settings whose default is None.
 _NONE_DEFAULT_TYPES: Mapping[str, type] = {
     "group_id": str,
@@ -110,6 +128,7 @@ _NONE_DEFAULT_TYPES: Mapping[str, type] = {
 # Settings limited to a few words, checked here so kafka-python never sees another value.
 _CHOICES: Mapping[str, tuple[str, ...]] = {
     "auto_offset_reset": ("earliest", "latest", "none"),
+    "compression_type": ("gzip", "snappy", "lz4", "zstd"),
     "isolation_level": ("read_uncommitted", "read_committed"),
     "security_protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
 }
@@ -206,23 +225,30 @@ def consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
         settings (``interceptor.classes``, Java keystores) or unusable deserializers. Secret
         values are never quoted.
     """
+    return _translate(kafkaParams, _consumer_defaults(), "consumer")
+
+
+def _translate(kafkaParams: Mapping[str, Any], defaults: Mapping[str, Any],
+               client: str) -> dict[str, Any]:
+    """:func:`consumer_config`'s translation for a ``client`` ("consumer" or "producer")
+    whose kafka-python settings are ``defaults``."""
     if not isinstance(kafkaParams, Mapping):
         raise ConfigurationError(
-            "kafkaParams must be a dict of Kafka consumer settings, got "
+            f"kafkaParams must be a dict of Kafka {client} settings, got "
             f"{type(kafkaParams).__name__}; "
             'e.g. {"bootstrap.servers": "localhost:9092", "group.id": "app"}'
         )
-    defaults = _consumer_defaults()
     out: dict[str, Any] = {}
+    refused = _REFUSED if client == "consumer" else _PRODUCER_REFUSED
     for raw_key, value in kafkaParams.items():
         if not isinstance(raw_key, str):
             raise ConfigurationError(f"Kafka parameter names must be strings, got {raw_key!r}")
         key = raw_key.strip()
         if key in SECURITY_KEYS:
             continue  # translated together below: stores, passwords and JAAS belong together
-        if key in _REFUSED:
-            raise ConfigurationError(f"Kafka parameter {key} is not supported: {_REFUSED[key]}")
-        if key == API_TIMEOUT_KEY:
+        if key in refused:
+            raise ConfigurationError(f"Kafka parameter {key} is not supported: {refused[key]}")
+        if key == API_TIMEOUT_KEY and client == "consumer":
             log.warning("Kafka parameter %s has no kafka-python equivalent: the clients ignore it; "
                         "a direct stream's driver bounds its group-coordinator look-ups with it", key)
             continue
@@ -231,21 +257,89 @@ def consumer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
             continue
         name = RENAMED.get(key, key.replace(".", "_"))
         if name not in defaults:
-            raise ConfigurationError(
-                f"Unknown Kafka consumer parameter {key!r}{_did_you_mean(key, name, defaults)}")
+            hint = _did_you_mean(key, name, defaults)
+            if client == "producer" and name in _consumer_defaults():
+                hint = ("; it is a consumer setting: give the output producer settings only "
+                        "(bootstrap.servers, security, acks, linger.ms, ...)")
+            raise ConfigurationError(f"Unknown Kafka {client} parameter {key!r}{hint}")
         if name in ("key_deserializer", "value_deserializer"):
             out[name] = validate_deserializer(key, value)
+        elif name in ("key_serializer", "value_serializer"):
+            out[name] = validate_serializer(key, value)
         elif name in out and out[name] != value:
             raise ConfigurationError(
                 f"Kafka parameter {key} is given twice with different values (Java and Python "
                 "spelling); keep one"
             )
+        elif name == "acks":
+            out[name] = _acks(key, value)
         else:
             out[name] = _coerce(name, key, value, defaults)
     for name, value in security_config(kafkaParams).items():
         out.setdefault(name, value)  # an explicit kafka-python spelling wins
     out.setdefault("reconnect_backoff_max_ms", JAVA_RECONNECT_BACKOFF_MAX_MS)
     return out
+
+
+def producer_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
+    """Translate producer ``kafkaParams`` into ``kafka.KafkaProducer`` keyword arguments.
+
+    The same translation as :func:`consumer_config` (Java or kafka-python names, typed
+    values, security settings, secrets never quoted), against the producer's settings:
+    ``acks`` takes ``all``, ``-1``, ``0`` or ``1``; ``compression.type`` ``none``, ``gzip``,
+    ``snappy``, ``lz4`` or ``zstd``; ``key.serializer`` and ``value.serializer`` take a
+    name from :data:`SERIALIZER_CLASSES` or a picklable callable ``object -> bytes``
+    (:func:`validate_serializer`). Consumer settings (``group.id``, deserializers) are
+    unknown here: producer parameters are a mapping of their own.
+
+    Raises
+    ------
+    ConfigurationError
+        As :func:`consumer_config`, and for ``transactional.id`` or a partitioner (the Kafka
+        output decides them).
+    """
+    from kafka import KafkaProducer
+
+    if isinstance(kafkaParams, Mapping) and str(
+            kafkaParams.get("compression.type", kafkaParams.get("compression_type"))) == "none":
+        kafkaParams = {k: v for k, v in kafkaParams.items()
+                       if k not in ("compression.type", "compression_type")}
+    return _translate(kafkaParams, KafkaProducer.DEFAULT_CONFIG, "producer")
+
+
+def validate_serializer(name: str, value: Any) -> Any:
+    """Return producer serializer ``value`` of parameter ``name``, checked.
+
+    ``None`` (records carry ``bytes`` or ``str``, the latter encoded as UTF-8), a Java class
+    name from :data:`SERIALIZER_CLASSES` (returned as ``"str"`` or ``"bytes"``: records must
+    then carry that type), or a callable ``object -> bytes`` that pickles for executors.
+
+    Raises
+    ------
+    ConfigurationError
+        Naming the parameter and what it accepts.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value in SERIALIZER_CLASSES:
+            return SERIALIZER_CLASSES[value]
+        raise ConfigurationError(
+            f"{name} {value!r} is not a serializer dstream_kafka knows; use "
+            "org.apache.kafka.common.serialization.StringSerializer or ByteArraySerializer, "
+            "or pass a Python callable object -> bytes")
+    if not callable(value):
+        raise ConfigurationError(
+            f"{name} must be a callable object -> bytes or a Java class name, got "
+            f"{type(value).__name__}")
+    return check_picklable(name, value)
+
+
+def _acks(key: str, value: Any) -> int:
+    text = str(value).strip().lower()
+    if text in ("all", "-1", "0", "1"):
+        return -1 if text == "all" else int(text)
+    raise ConfigurationError(f"Kafka parameter {key} must be all, -1, 0 or 1, got {value!r}")
 
 
 def fix_kafka_params(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,10 @@ every record, ``(partition, offset)``:
 * the other stores (``checkpoint``, ``kafka``, ``zookeeper``, ``hbase``): one JSON line per batch
   appended to the file ``sink`` with ``os.write`` + ``fsync`` *before* the stream commits the
   offsets (at least once);
+* ``kafka-eos``: no offset store; one record per input record, value ``[partition, offset,
+  incarnation]`` (JSON), written to the topic ``output_topic`` by an exactly-once
+  :class:`~dstream_kafka.KafkaOutput`, whose transactions commit the offsets to the group;
+  ``mid-output`` kills from a Python worker, half-way through partition 0's transaction;
 * ``hbase`` also writes, before that line and before the offsets commit, one row per record to
   the HBase table ``results_table`` under :func:`~dstream_kafka.stores.hbase.result_row_key`
   (the store's documented pattern: a replayed batch overwrites its rows, so the table must end
@@ -58,6 +62,11 @@ from typing import Any
 CRASH_POINTS = ("before-output", "mid-output", "after-output", "in-commit", "after-commit")
 
 TRANSACTIONAL = ("sqlite", "postgres")
+#: Kafka to Kafka: the effects are records of an output topic written by an exactly-once
+#: KafkaOutput, each input partition's records and offsets in one Kafka transaction.
+KAFKA_EOS = "kafka-eos"
+#: Modes whose effects must exist exactly once.
+EXACTLY_ONCE = (*TRANSACTIONAL, KAFKA_EOS)
 
 #: Column of a result row in the HBase ``results_table`` (family ``r``, one version).
 RESULT_COLUMN = b"r:v"
@@ -152,6 +161,9 @@ def make_store(config: dict[str, Any]) -> Any:
         return OffsetStores.checkpoint(config["checkpoint_dir"])
     if kind == "kafka":
         return OffsetStores.kafka({"bootstrap.servers": config["bootstrap"]})
+    if kind == KAFKA_EOS:  # the group the transactions commit to (read by the checks only)
+        return OffsetStores.kafka({"bootstrap.servers": config["bootstrap"],
+                                   "isolation.level": "read_committed"})
     if kind == "zookeeper":
         return OffsetStores.zookeeper(config["zookeeper"])
     if kind == "hbase":
@@ -215,14 +227,12 @@ def main(argv: list[str]) -> int:
     incarnation = int(os.environ.get("CRASH_INCARNATION", "0"))
     kind = config["store"]
     transactional = kind in TRANSACTIONAL
-    end_file = config["end_file"]
-
-    from pyspark import SparkContext
 
     from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies
-    from dstream_kafka.spark_settings import local_spark_conf
     from dstream_kafka.streaming import StreamingContext, datetime_to_ms
 
+    if kind == KAFKA_EOS:
+        return run_kafka_eos(config, hook, incarnation)
     sink = None
     results: Any = None
     if transactional:
@@ -235,14 +245,7 @@ def main(argv: list[str]) -> int:
             _, results = open_hbase_results(config)
     store = make_store(config)
 
-    conf = local_spark_conf("local[2]", f"crash-driver-{kind}", extra={
-        "spark.streaming.kafka.consumer.poll.ms": "10000",
-        # Every run is a fresh, short-lived JVM: the C1 compiler alone and the serial GC halve
-        # its start and first job on a small machine (about 17 s down to 8 s on 2 cores).
-        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-    })
-    sc = SparkContext(conf=conf)
-    sc.setLogLevel("ERROR")
+    sc = _spark(config, kind)
     ssc = StreamingContext(sc, float(config["batch_seconds"]))
     params = {"bootstrap.servers": config["bootstrap"], "group.id": config["group"],
               "auto.offset.reset": "earliest", "enable.auto.commit": False,
@@ -301,6 +304,83 @@ def main(argv: list[str]) -> int:
             raise SystemExit("in-commit is a crash point of the checkpoint store only")
         _arm_claim_crash(store, hook, counter)
 
+    return _run_to_end(ssc, stream, config, hook, counter)
+
+
+def _spark(config: dict[str, Any], kind: str) -> Any:
+    """The run's SparkContext (one fresh, short-lived JVM per run)."""
+    from pyspark import SparkContext
+
+    from dstream_kafka.spark_settings import local_spark_conf
+
+    conf = local_spark_conf("local[2]", f"crash-driver-{kind}", extra={
+        "spark.streaming.kafka.consumer.poll.ms": "10000",
+        "spark.streaming.kafka.consumer.backend": config.get("backend", "kafka-python"),
+        # Every run is a fresh, short-lived JVM: the C1 compiler alone and the serial GC halve
+        # its start and first job on a small machine (about 17 s down to 8 s on 2 cores).
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    })
+    sc = SparkContext(conf=conf)
+    sc.setLogLevel("ERROR")
+    return sc
+
+
+def run_kafka_eos(config: dict[str, Any], hook: CrashHook, incarnation: int) -> int:
+    """The ``kafka-eos`` program: Kafka to Kafka through an exactly-once KafkaOutput."""
+    from dstream_kafka import ConsumerStrategies, KafkaOutput, KafkaUtils, LocationStrategies
+    from dstream_kafka.streaming import StreamingContext, datetime_to_ms
+
+    sc = _spark(config, KAFKA_EOS)
+    ssc = StreamingContext(sc, float(config["batch_seconds"]))
+    params = {"bootstrap.servers": config["bootstrap"], "group.id": config["group"],
+              "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+              "session.timeout.ms": 10000, "heartbeat.interval.ms": 2000}
+    stream = KafkaUtils.createDirectStream(
+        ssc, LocationStrategies.PreferConsistent,
+        ConsumerStrategies.Subscribe([config["topic"]], params),
+        maxOffsetsPerTrigger=int(config["max_per_batch"]))
+    counter = {"planned": 0, "batches": 0}
+    mid_output = hook.point == "mid-output"
+
+    def effects(rdd: Any) -> Any:
+        # Driver side, when the batch is generated: the k-th batch with records of this run
+        # kills from inside partition 0's transaction (mid-output), from a Python worker.
+        counter["planned"] += 1 if rdd.count() else 0
+        victim = next((i for i, r in enumerate(rdd.offsetRanges()) if r.count()), -1)
+        kill_here = mid_output and counter["planned"] == hook.batch
+        group = os.getpgrp()  # the driver's: its JVM and workers go down with it
+
+        def write(index: int, records: Any) -> Any:
+            listed = list(records)
+            for i, r in enumerate(listed):
+                if kill_here and index == victim and i == len(listed) // 2:
+                    sys.stdout.write(f"CRASH mid-output {hook.batch}\n")
+                    os.killpg(group, signal.SIGKILL)
+                    os.kill(os.getpid(), signal.SIGKILL)  # workers have a group of their own
+                yield (None, json.dumps([r.partition, r.offset, incarnation]).encode())
+
+        return rdd.mapPartitionsWithIndex(write, preservesPartitioning=True)
+
+    def before(batch_time: Any, rdd: Any) -> None:
+        if rdd.count():
+            counter["batches"] += 1
+            hook.reached("before-output", counter["batches"])
+
+    def after(batch_time: Any, rdd: Any) -> None:
+        if rdd.count():
+            hook.reached("after-output", counter["batches"])
+            say("OUTPUT", datetime_to_ms(batch_time), rdd.count())
+
+    stream.foreachRDD(before)
+    KafkaOutput({"bootstrap.servers": config["bootstrap"]}, topic=config["output_topic"],
+                guarantee="exactly-once").writeStream(stream.transform(effects))
+    stream.foreachRDD(after)
+    return _run_to_end(ssc, stream, config, hook, counter)
+
+
+def _run_to_end(ssc: Any, stream: Any, config: dict[str, Any], hook: CrashHook,
+                counter: dict[str, int]) -> int:
+    """Start ``ssc``, report progress, stop once every partition committed its end offset."""
     committed: dict[int, int] = {}
     end: dict[int, int] = {}
     done = threading.Event()
@@ -312,7 +392,7 @@ def main(argv: list[str]) -> int:
             say("COMMITTED", p.batchTime, p.numRecords)
             hook.reached("after-commit", counter["batches"])
         if not end:
-            end.update(read_end_offsets(end_file))
+            end.update(read_end_offsets(config["end_file"]))
         if end and all(committed.get(part, -1) >= off for part, off in end.items()):
             done.set()
 

@@ -25,6 +25,9 @@ Which rule counts which store:
   ``duplicated`` must be 0);
 * ``checkpoint``, ``kafka``, ``zookeeper``: the effects file, at least once (``lost`` and
   ``outside`` must be 0; ``duplicated`` counts the allowed replays);
+* ``kafka-eos`` (Kafka to Kafka, exactly-once ``KafkaOutput``): the output topic read by a
+  ``read_committed`` consumer, exactly once (``lost`` and ``duplicated`` must be 0); the group's
+  committed offsets must be the end offsets;
 * ``hbase``: both. Its results are rows of an HBase table keyed by the record
   (:func:`~dstream_kafka.stores.hbase.result_row_key`), written before the offsets commit, so a
   replay overwrites them: the *exactly-once* rule applies to those rows (``rows_lost`` and
@@ -53,14 +56,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.crash.driver import TRANSACTIONAL
+from tests.crash.driver import EXACTLY_ONCE, KAFKA_EOS, TRANSACTIONAL
 
 __all__ = ["STORES", "Services", "TrialResult", "TrialSpec", "run_trial"]
 
 DRIVER = Path(__file__).resolve().with_name("driver.py")
 
 #: Every store the crash tests cover, in report order.
-STORES = ("sqlite", "postgres", "checkpoint", "kafka", "zookeeper", "hbase")
+STORES = ("sqlite", "postgres", "checkpoint", "kafka", "zookeeper", "hbase", KAFKA_EOS)
 
 #: Crash points the driver's hook offers per store (``in-commit`` exists for the checkpoint only).
 POINTS = {
@@ -70,6 +73,7 @@ POINTS = {
     "kafka": ("before-output", "mid-output", "after-output", "after-commit"),
     "zookeeper": ("before-output", "mid-output", "after-output", "after-commit"),
     "hbase": ("before-output", "mid-output", "after-output", "after-commit"),
+    KAFKA_EOS: ("before-output", "mid-output", "after-output", "after-commit"),
 }
 
 RUN_TIMEOUT = 150.0   # one driver run: JVM start, group join, the batches
@@ -113,6 +117,8 @@ class TrialSpec:
     plans: tuple[str, ...] | None = None
     #: Upper bound of the random delay of a timed kill (after READY or the first output), seconds.
     kill_window: float = 2.0
+    #: spark.streaming.kafka.consumer.backend of the driver (and the kafka-eos output's producers).
+    backend: str = "kafka-python"
 
 
 @dataclass
@@ -163,7 +169,7 @@ class TrialResult:
     @property
     def ok(self) -> bool:
         """True when the store kept its promise and nothing went wrong."""
-        exactly_once = self.spec.store in TRANSACTIONAL
+        exactly_once = self.spec.store in EXACTLY_ONCE
         return (not self.errors and self.lost == 0 and self.outside == 0 and self.replay_mismatch == 0
                 and self.rows_lost == 0 and self.rows_duplicated == 0
                 and (self.duplicated == 0 or not exactly_once))
@@ -355,7 +361,8 @@ def _config(spec: TrialSpec, services: Services, workdir: Path, topic: str, grou
         "batch_seconds": spec.batch_seconds, "max_per_batch": spec.max_per_batch,
         "sink": str(workdir / "effects.jsonl"), "sqlite_path": str(workdir / "store.db"),
         "checkpoint_dir": str(workdir / "checkpoint"), "table_prefix": f"crash_{token}_",
-        "effects_table": f"crash_{token}_effects",
+        "effects_table": f"crash_{token}_effects", "backend": spec.backend,
+        "output_topic": f"{topic}-out",
     }
     if spec.store == "postgres":
         config["postgres"] = services.postgres.dsn_params()
@@ -420,6 +427,8 @@ def run_trial(services: Services, spec: TrialSpec, workdir: Path) -> TrialResult
     rng = random.Random(f"{spec.seed}:{spec.store}")
     name = f"crash-{spec.store}-{uuid.uuid4().hex[:10]}"
     services.kafka.create_topic(name, partitions=spec.partitions)
+    if spec.store == KAFKA_EOS:
+        services.kafka.create_topic(f"{name}-out", partitions=spec.partitions)
     config = _config(spec, services, workdir, name, name)
     config_path = workdir / "config.json"
     config_path.write_text(json.dumps(config, indent=1))
@@ -453,7 +462,9 @@ def run_trial(services: Services, spec: TrialSpec, workdir: Path) -> TrialResult
     if producer.error:
         result.errors.append(f"producing failed: {producer.error}")
     try:
-        if spec.store in TRANSACTIONAL:
+        if spec.store == KAFKA_EOS:
+            _check_output_topic(result, config, end)
+        elif spec.store in TRANSACTIONAL:
             _check_exactly_once(result, config, end)
         else:
             _check_at_least_once(result, config, end)
@@ -489,13 +500,40 @@ def _check_exactly_once(result: TrialResult, config: dict[str, Any], end: dict[i
         conn.commit()
     finally:
         conn.close()
-    counts = collections.Counter((int(p), int(o)) for p, o in rows)
+    _count_effects(result, [(int(p), int(o)) for p, o in rows], end)
+
+
+def _count_effects(result: TrialResult, effects: list[tuple[int, int]], end: dict[int, int]) -> None:
+    counts = collections.Counter(effects)
     expected = _expected(end)
     result.lost = len(expected - set(counts))
     result.duplicated = sum(n - 1 for n in counts.values() if n > 1)
     stray = set(counts) - expected
     if stray:
         result.errors.append(f"{len(stray)} effects of records never produced, e.g. {sorted(stray)[:3]}")
+
+
+def _check_output_topic(result: TrialResult, config: dict[str, Any], end: dict[int, int]) -> None:
+    """kafka-eos: a read_committed consumer of the output topic sees every record once."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=config["bootstrap"], group_id=None,
+                             enable_auto_commit=False, isolation_level="read_committed")
+    try:
+        parts = [TopicPartition(config["output_topic"], p) for p in end]
+        consumer.assign(parts)
+        consumer.seek_to_beginning()
+        stable = consumer.end_offsets(parts)  # the last stable offsets: no open transaction left
+        effects: list[tuple[int, int]] = []
+        deadline = time.monotonic() + 120
+        while any(consumer.position(tp) < stable[tp] for tp in parts):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the output topic was not read up to {stable} in 120 s")
+            for records in consumer.poll(timeout_ms=500).values():
+                effects.extend(tuple(json.loads(r.value)[:2]) for r in records)
+    finally:
+        consumer.close(autocommit=False)
+    _count_effects(result, effects, end)
 
 
 def read_sink(path: str) -> list[dict[str, Any]]:

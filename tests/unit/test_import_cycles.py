@@ -181,6 +181,11 @@ LAYERS = [
     ("read", "monitor", "executors know no lag timer"),
     ("stores", "monitor", "stores know no lag timer"),
     ("client", "monitor", "client look-ups know no lag timer"),
+    ("streaming", "write", "the engine knows no Kafka"),
+    ("read", "write", "executors' reads know nothing of where results go"),
+    ("plan", "write", "batch planning knows no outputs; the output finds its stream"),
+    ("stores", "write", "stores know no outputs"),
+    ("client", "write", "client settings know no outputs"),
 ]
 
 

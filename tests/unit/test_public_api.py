@@ -10,7 +10,7 @@ import dstream_kafka
 PINNED = [
     "BatchInfo", "BatchProgress", "CanCommitOffsets", "ConsumerRecord", "ConsumerStrategies",
     "ConsumerStrategy", "DStream", "DStreamKafkaError", "DirectKafkaInputDStream", "EARLIEST",
-    "HasOffsetRanges", "KafkaRDD", "KafkaUtils", "LATEST", "LocationStrategies", "LocationStrategy",
+    "HasOffsetRanges", "KafkaOutput", "KafkaRDD", "KafkaUtils", "LATEST", "LocationStrategies", "LocationStrategy",
     "OffsetRange", "OffsetStore", "OffsetStores", "PerPartitionConfig", "PreferBrokers",
     "PreferConsistent", "PreferFixed", "StreamingContext", "StreamingListener", "TopicPartition",
     "__version__", "errors",

@@ -1,0 +1,259 @@
+"""The producer calls that differ between Kafka client libraries (executor side).
+
+A write task sees one interface, :class:`OutputProducer`: ``send``, ``flush``, the
+transaction calls, ``send_offsets`` and ``committed``. Two implementations:
+:class:`KafkaPythonProducer` (``kafka.KafkaProducer``, kafka-python 3.0) and
+:class:`ConfluentProducer` (``confluent_kafka.Producer``, librdkafka). Both write records
+serialized by the output, so keys, values, headers and partitions are the same bytes either
+way; both hash keys with murmur2, as Java does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from dstream_kafka.client.param_checks import bootstrap_failure
+from dstream_kafka.errors import KafkaWriteError
+from dstream_kafka.write.records import Message
+from dstream_kafka.write.settings import OutputSettings
+
+__all__ = ["ConfluentProducer", "KafkaPythonProducer", "OutputProducer", "open_producer"]
+
+log = logging.getLogger(__name__)
+
+# librdkafka producer properties a consumer (the offsets look-up) does not take.
+_RDK_PRODUCER_ONLY = ("acks", "enable.idempotence", "partitioner", "linger.ms", "batch.size",
+                      "compression.type", "delivery.timeout.ms", "transaction.timeout.ms",
+                      "max.in.flight.requests.per.connection", "transactional.id")
+
+
+class OutputProducer(Protocol):
+    """One producer of one write task; not thread-safe. Errors raise
+    :class:`~dstream_kafka.errors.KafkaWriteError` (or the client's own fencing error)."""
+
+    def send(self, message: Message) -> None:
+        """Queue ``message``; delivery errors surface at :meth:`flush` or :meth:`commit`."""
+
+    def flush(self) -> None:
+        """Wait until every queued message is acknowledged; raise on any delivery error."""
+
+    def init(self) -> None:
+        """``init_transactions``: fence earlier producers of the id, end their transaction."""
+
+    def begin(self) -> None:
+        """Begin a transaction."""
+
+    def send_offsets(self, topic: str, partition: int, offset: int, metadata: str,
+                     group: str) -> None:
+        """Commit ``offset`` of ``topic``-``partition`` for ``group`` in the transaction."""
+
+    def commit(self) -> None:
+        """Flush and commit the transaction."""
+
+    def abort(self) -> None:
+        """Abort the transaction (its records stay in the log, invisible to read_committed)."""
+
+    def committed(self, group: str, topic: str, partition: int) -> int | None:
+        """Return ``group``'s committed offset of ``topic``-``partition`` (stable), or None."""
+
+    def close(self) -> None:
+        """Close the client (best effort)."""
+
+
+def open_producer(settings: OutputSettings, transactional_id: str | None) -> OutputProducer:
+    """Open the producer of ``settings.backend`` (transactional when an id is given)."""
+    if settings.backend == "confluent-kafka":
+        return ConfluentProducer(settings, transactional_id)
+    return KafkaPythonProducer(settings, transactional_id)
+
+
+class KafkaPythonProducer:
+    """:class:`OutputProducer` on ``kafka.KafkaProducer``."""
+
+    def __init__(self, settings: OutputSettings, transactional_id: str | None) -> None:
+        from kafka import KafkaProducer
+
+        self._settings = settings
+        config = dict(settings.producer)
+        if transactional_id is not None:
+            config["transactional_id"] = transactional_id
+        self._errors: list[BaseException] = []
+        try:
+            self._producer = KafkaProducer(**config)
+        except Exception as exc:
+            error = bootstrap_failure(config, exc)
+            if error is None:
+                raise
+            raise error from None
+
+    def send(self, message: Message) -> None:
+        future = self._producer.send(message.topic, value=message.value, key=message.key,
+                                     headers=message.headers or None,
+                                     partition=message.partition)
+        future.add_errback(self._errors.append)
+
+    def _check(self) -> None:
+        if self._errors:
+            error = self._errors[0]
+            raise KafkaWriteError(
+                f"Kafka refused {len(self._errors)} record(s) of this task: "
+                f"{type(error).__name__}: {error}") from error
+
+    def flush(self) -> None:
+        self._producer.flush(timeout=self._settings.timeout_s)
+        self._check()
+
+    def init(self) -> None:
+        self._producer.init_transactions()
+
+    def begin(self) -> None:
+        self._producer.begin_transaction()
+
+    def send_offsets(self, topic: str, partition: int, offset: int, metadata: str,
+                     group: str) -> None:
+        from kafka import OffsetAndMetadata, TopicPartition
+
+        self._producer.send_offsets_to_transaction(
+            {TopicPartition(topic, partition): OffsetAndMetadata(offset, metadata, -1)}, group)
+
+    def commit(self) -> None:
+        self._producer.flush(timeout=self._settings.timeout_s)
+        self._check()
+        self._producer.commit_transaction()
+
+    def abort(self) -> None:
+        self._producer.abort_transaction()
+
+    def committed(self, group: str, topic: str, partition: int) -> int | None:
+        from kafka import KafkaConsumer, TopicPartition
+
+        config = dict(consumer_settings(self._settings))
+        # read_committed: kafka-python then asks for stable offsets (a pending transactional
+        # commit is waited for, never taken as the old offset).
+        config.update(group_id=group, enable_auto_commit=False,
+                      isolation_level="read_committed", client_id=f"dstream-kafka-output-{group}")
+        consumer = KafkaConsumer(**config)
+        try:
+            found = consumer.committed(TopicPartition(topic, partition))
+        finally:
+            consumer.close(autocommit=False)
+        return None if found is None else int(found)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._producer.close(timeout=self._settings.timeout_s)
+
+
+class ConfluentProducer:
+    """:class:`OutputProducer` on ``confluent_kafka.Producer``."""
+
+    def __init__(self, settings: OutputSettings, transactional_id: str | None) -> None:
+        from dstream_kafka.read.backends.confluent import require_confluent
+
+        self._ck = require_confluent()
+        self._settings = settings
+        self._timeout = settings.timeout_s
+        conf: dict[str, Any] = dict(settings.librdkafka or {})
+        if transactional_id is not None:
+            conf["transactional.id"] = transactional_id
+        self._client_conf = {k: v for k, v in conf.items() if k not in _RDK_PRODUCER_ONLY}
+        conf["logger"] = logging.getLogger("dstream_kafka.write.librdkafka")
+        conf["error_cb"] = self._on_client_error
+        self._errors: list[Any] = []
+        self._fatal: Any = None
+        self._producer = self._ck.Producer(conf)
+        self._consumer: Any = None
+
+    def _on_client_error(self, error: Any) -> None:
+        if error.fatal():
+            self._fatal = error
+
+    def _on_delivery(self, error: Any, _message: Any) -> None:
+        if error is not None:
+            self._errors.append(error)
+
+    def send(self, message: Message) -> None:
+        kwargs: dict[str, Any] = {"value": message.value, "key": message.key,
+                                  "on_delivery": self._on_delivery}
+        if message.headers:
+            kwargs["headers"] = message.headers
+        if message.partition is not None:
+            kwargs["partition"] = message.partition
+        while True:
+            try:
+                self._producer.produce(message.topic, **kwargs)
+                break
+            except BufferError:  # the local queue is full: serve deliveries, then retry
+                self._producer.poll(0.1)
+        self._producer.poll(0)
+
+    def _check(self) -> None:
+        if self._fatal is not None:
+            raise KafkaWriteError(f"the producer failed: {self._fatal}")
+        if self._errors:
+            raise KafkaWriteError(
+                f"Kafka refused {len(self._errors)} record(s) of this task: {self._errors[0]}")
+
+    def flush(self) -> None:
+        left = self._producer.flush(self._timeout)
+        self._check()
+        if left:
+            raise KafkaWriteError(
+                f"{left} record(s) were not acknowledged within {self._timeout:.0f} s "
+                "(transaction.timeout.ms); the brokers are unreachable or overloaded")
+
+    def init(self) -> None:
+        self._producer.init_transactions(self._timeout)
+
+    def begin(self) -> None:
+        self._producer.begin_transaction()
+
+    def _group_consumer(self, group: str) -> Any:
+        if self._consumer is None:
+            conf = {**self._client_conf, "group.id": group, "enable.auto.commit": False,
+                    "isolation.level": "read_committed",
+                    "logger": logging.getLogger("dstream_kafka.write.librdkafka")}
+            self._consumer = self._ck.Consumer(conf)
+        return self._consumer
+
+    def send_offsets(self, topic: str, partition: int, offset: int, metadata: str,
+                     group: str) -> None:
+        # A consumer that joins nothing: its metadata is the group id with no generation.
+        metadata_of_group = self._group_consumer(group).consumer_group_metadata()
+        self._producer.send_offsets_to_transaction(
+            [self._ck.TopicPartition(topic, partition, offset, metadata)], metadata_of_group,
+            self._timeout)
+
+    def commit(self) -> None:
+        self.flush()
+        self._producer.commit_transaction(self._timeout)
+
+    def abort(self) -> None:
+        self._producer.abort_transaction(self._timeout)
+
+    def committed(self, group: str, topic: str, partition: int) -> int | None:
+        found = self._group_consumer(group).committed(
+            [self._ck.TopicPartition(topic, partition)], self._timeout)[0]
+        if found.error is not None:
+            raise KafkaWriteError(f"reading the committed offset of {topic}-{partition} for "
+                                  f"group {group} failed: {found.error}")
+        return None if found.offset < 0 else int(found.offset)
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            with contextlib.suppress(Exception):
+                self._consumer.close()
+        with contextlib.suppress(Exception):
+            self._producer.flush(0)
+
+
+def consumer_settings(settings: OutputSettings) -> Mapping[str, Any]:
+    """The client part of ``settings.producer`` (servers, security): for look-ups."""
+    from kafka import KafkaConsumer
+
+    known = KafkaConsumer.DEFAULT_CONFIG
+    return {k: v for k, v in settings.producer.items()
+            if k in known and not k.endswith("_serializer")}

@@ -1,0 +1,208 @@
+"""What a Kafka output is given: its producer settings, translated and checked once.
+
+:class:`OutputSettings` is built on the driver from the user's producer ``kafkaParams`` and
+options, before any data moves, and shipped to every write task as it is (frozen). It is the
+one place where producer parameters are translated: kafka-python keyword arguments
+(:func:`~dstream_kafka.client.kafka_params.producer_config`, which also reads the TLS and SASL
+settings) and, for the confluent-kafka backend, librdkafka properties. Its ``repr`` never
+shows a secret.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dstream_kafka.client.kafka_params import producer_config, redact
+from dstream_kafka.errors import ConfigurationError
+
+__all__ = ["AT_LEAST_ONCE", "BACKENDS", "EXACTLY_ONCE", "GUARANTEES", "OutputSettings",
+           "transactional_id"]
+
+AT_LEAST_ONCE = "at-least-once"
+EXACTLY_ONCE = "exactly-once"
+GUARANTEES = (AT_LEAST_ONCE, EXACTLY_ONCE)
+BACKENDS = ("kafka-python", "confluent-kafka")
+
+# Settings the guarantees depend on, whatever the user's params say.
+_REQUIRED = {"acks": -1, "enable_idempotence": True}
+# kafka-python producer settings that librdkafka names differently (the rest of the client
+# settings translate as the consumer's do).
+_PRODUCER_NAMES = {
+    "linger_ms": "linger.ms",
+    "batch_size": "batch.size",
+    "compression_type": "compression.type",
+    "delivery_timeout_ms": "delivery.timeout.ms",
+    "max_request_size": "message.max.bytes",
+    "transaction_timeout_ms": "transaction.timeout.ms",
+    "max_in_flight_requests_per_connection": "max.in.flight.requests.per.connection",
+}
+# librdkafka consumer-only properties the shared translation adds; a producer refuses them.
+_CONSUMER_ONLY = ("group.id", "isolation.level", "fetch.queue.backoff.ms",
+                  "queued.max.messages.kbytes", "enable.auto.commit", "enable.auto.offset.store",
+                  "auto.offset.reset", "enable.partition.eof", "check.crcs",
+                  "allow.auto.create.topics")
+_APP_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
+
+
+def transactional_id(application_id: str, topic: str, partition: int) -> str:
+    """Return the ``transactional.id`` of the task writing input ``topic``-``partition``.
+
+    ``<application id>-<topic>-<partition>``: stable across batches, task retries and driver
+    restarts, so a new attempt's ``init_transactions`` fences every earlier one.
+    """
+    return f"{application_id}-{topic}-{partition}"
+
+
+@dataclass(frozen=True)
+class OutputSettings:
+    """A Kafka output's settings, checked on the driver and shipped to write tasks.
+
+    Build it with :meth:`of`. Attributes are read-only.
+
+    Attributes
+    ----------
+    producer : dict
+        kafka-python ``KafkaProducer`` keyword arguments (no serializer: records are
+        serialized by the output, the same way for both backends); ``acks=all`` and
+        ``enable_idempotence=True``.
+    librdkafka : dict or None
+        The same settings as librdkafka properties, for the confluent-kafka backend.
+    topic : str or None
+        The topic of records that name none.
+    guarantee : str
+        ``at-least-once`` or ``exactly-once``.
+    backend : str
+        ``kafka-python`` or ``confluent-kafka``.
+    key_serializer, value_serializer : None, "str", "bytes" or callable
+        How keys and values become bytes (:func:`~dstream_kafka.client.kafka_params.validate_serializer`).
+    application_id : str or None
+        The prefix of the transactional ids (exactly-once).
+    timeout_s : float
+        How long a flush or a transaction call may take before the task fails.
+    """
+
+    producer: dict[str, Any]
+    librdkafka: dict[str, Any] | None
+    topic: str | None
+    guarantee: str
+    backend: str
+    key_serializer: Any = None
+    value_serializer: Any = None
+    application_id: str | None = None
+    timeout_s: float = 60.0
+
+    @classmethod
+    def of(cls, kafkaParams: Mapping[str, Any], topic: str | None, guarantee: str,
+           backend: str, application_id: str | None = None) -> OutputSettings:
+        """Translate and check producer ``kafkaParams`` and the output's options.
+
+        Raises
+        ------
+        ConfigurationError
+            For bad producer parameters (as
+            :func:`~dstream_kafka.client.kafka_params.producer_config`), ``acks`` other than
+            ``all`` or ``enable.idempotence=false`` (the guarantees need both), an unknown
+            guarantee or backend, a bad topic or application id.
+        MissingDependencyError
+            For the confluent-kafka backend without the package.
+        """
+        if guarantee not in GUARANTEES:
+            raise ConfigurationError(
+                f"guarantee must be one of {', '.join(GUARANTEES)}, got {guarantee!r}")
+        if backend not in BACKENDS:
+            raise ConfigurationError(
+                f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        if topic is not None and (not isinstance(topic, str) or not topic.strip()):
+            raise ConfigurationError(
+                f"topic must be a non-empty topic name (or None: every record names its "
+                f"topic), got {topic!r}")
+        if application_id is not None and (not isinstance(application_id, str)
+                                           or not _APP_ID.fullmatch(application_id)):
+            raise ConfigurationError(
+                "applicationId must be 1-200 letters, digits, '.', '_' or '-' (it prefixes "
+                f"the transactional ids), got {application_id!r}")
+        config = producer_config(kafkaParams)
+        if not config.get("bootstrap_servers"):
+            raise ConfigurationError(
+                "the Kafka output's kafkaParams need bootstrap.servers, e.g. "
+                "{'bootstrap.servers': 'broker1:9092'}")
+        for name, needed in _REQUIRED.items():
+            if name in config and config[name] != needed:
+                java = name.replace("_", ".")
+                raise ConfigurationError(
+                    f"the Kafka output needs {java}={'all' if needed == -1 else 'true'} (an "
+                    f"idempotent producer: retries write no duplicates, and transactions need "
+                    f"it); remove {java} from its kafkaParams")
+        key_ser = config.pop("key_serializer", None)
+        value_ser = config.pop("value_serializer", None)
+        config.update(_REQUIRED)
+        librdkafka = librdkafka_producer_config(config) if backend == "confluent-kafka" else None
+        timeout_s = max(float(config.get("transaction_timeout_ms", 60000)) / 1000.0, 10.0)
+        return cls(config, librdkafka, topic, guarantee, backend, key_ser, value_ser,
+                   application_id, timeout_s)
+
+    def __repr__(self) -> str:
+        return (f"OutputSettings(topic={self.topic!r}, guarantee={self.guarantee!r}, "
+                f"backend={self.backend!r}, application_id={self.application_id!r}, "
+                f"producer={redact(self.producer)!r})")
+
+
+def librdkafka_producer_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Translate kafka-python producer settings ``config`` into librdkafka properties.
+
+    Client settings (servers, security, timeouts) translate as the consumer backend's do;
+    producer settings by :data:`_PRODUCER_NAMES`; ``partitioner`` is ``murmur2_random``, so
+    a keyed record lands on the partition Java and kafka-python choose.
+
+    Raises
+    ------
+    ConfigurationError
+        As :func:`~dstream_kafka.read.backends.confluent.librdkafka_config`.
+    MissingDependencyError
+        Without the confluent-kafka package.
+    """
+    from dstream_kafka.read.backends.confluent import librdkafka_config, require_confluent
+
+    require_confluent()
+    producer_only = {k: v for k, v in config.items() if k in _PRODUCER_NAMES}
+    client = {k: v for k, v in config.items()
+              if k not in _PRODUCER_NAMES and k not in ("acks", "enable_idempotence")}
+    out = {k: v for k, v in librdkafka_config(client).items() if k not in _CONSUMER_ONLY}
+    for name, value in producer_only.items():
+        if value is not None:
+            out[_PRODUCER_NAMES[name]] = value
+    out.update({"acks": "all", "enable.idempotence": True, "partitioner": "murmur2_random"})
+    return out
+
+
+def serializer_for(what: str, serializer: Any) -> Callable[[Any], bytes | None]:
+    """Return ``serialize(obj) -> bytes | None`` for a record's ``what`` (key or value).
+
+    ``None`` serializer: ``bytes`` pass, ``str`` is encoded as UTF-8; ``"str"`` or
+    ``"bytes"`` (a Java class name was given): only that type; a callable: its result, which
+    must be ``bytes``. ``None`` stays ``None`` (a null key, or a tombstone value).
+    """
+    def serialize(obj: Any) -> bytes | None:
+        if obj is None:
+            return None
+        if callable(serializer):
+            data = serializer(obj)
+            if data is not None and not isinstance(data, (bytes, bytearray)):
+                raise ConfigurationError(
+                    f"{what}.serializer returned {type(data).__name__}; it must return bytes")
+            return None if data is None else bytes(data)
+        if isinstance(obj, (bytes, bytearray)) and serializer in (None, "bytes"):
+            return bytes(obj)
+        if isinstance(obj, str) and serializer in (None, "str"):
+            return obj.encode("utf-8")
+        wanted = {None: "bytes or str", "bytes": "bytes (ByteArraySerializer)",
+                  "str": "str (StringSerializer)"}[serializer]
+        raise ConfigurationError(
+            f"a record's {what} is {type(obj).__name__}, but the Kafka output takes {wanted}; "
+            f"convert it in a map() before the write, or set {what}.serializer to a callable "
+            "object -> bytes")
+
+    return serialize
