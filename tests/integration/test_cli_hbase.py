@@ -26,7 +26,9 @@ def test_hbase_start_prints_the_gateway_refuses_a_second_start_and_stops(tmp_pat
     try:
         assert first.stdout is not None and first.stderr is not None
         address = first.stdout.readline().strip()
-        assert address.startswith("127.0.0.1:"), first.stderr.read() if first.poll() else address
+        if not address.startswith("127.0.0.1:"):  # a failed start: its reason is on stderr
+            first.wait(timeout=120)
+            pytest.fail(f"hbase start printed {address!r}, exit {first.returncode}: {first.stderr.read()}")
         host, port = address.split(":")
         conn = happybase.Connection(host, int(port), timeout=30000)
         try:

@@ -144,6 +144,7 @@ class CommandLineService:
             stop_event.set()
 
         previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        started = False
         try:
             record = {"pid": os.getpid(), **start(), "started_at": time.time()}
             tmp = self.state_path().with_suffix(".tmp")
@@ -151,6 +152,7 @@ class CommandLineService:
             os.replace(tmp, self.state_path())
             out.write(f"{record[self.address_key]}\n{banner()}")
             out.flush()
+            started = True
             while not stop_event.wait(1.0):
                 message = died()
                 if message is not None:
@@ -162,8 +164,9 @@ class CommandLineService:
             self.state_path().unlink(missing_ok=True)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            out.write(f"{self.noun} stopped.\n")
-            out.flush()
+            if started:  # a failed start says why on stderr, not that a server stopped
+                out.write(f"{self.noun} stopped.\n")
+                out.flush()
 
     def stop(self, timeout: float, out: TextIO = sys.stdout) -> int:
         """Stop the running instance (SIGTERM to its foreground process); returns an exit code."""
