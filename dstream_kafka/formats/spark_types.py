@@ -1,0 +1,254 @@
+"""Avro schemas as Spark and Arrow types, for decoding Kafka DataFrames (:mod:`.frames`).
+
+:func:`avro_types` maps one Avro schema to the Spark type of its column, the Arrow type
+executors build it with, and, where fastavro's Python value is not what Arrow takes for that
+type, a converter. The mapping follows Spark's ``from_avro`` (``SchemaConverters``):
+
+=====================================  =====================================================
+Avro                                   Spark (Arrow)
+=====================================  =====================================================
+null / boolean / int / long            NullType / BooleanType / IntegerType / LongType
+float / double                         FloatType / DoubleType
+string, enum, uuid                     StringType (enum by symbol)
+bytes, fixed                           BinaryType
+record                                 StructType (fields keep their order and names)
+array / map                            ArrayType / MapType with string keys
+union of null and one type             that type, nullable
+date                                   DateType
+timestamp-millis / -micros             TimestampType (microseconds, UTC)
+local-timestamp-millis / -micros       TimestampNTZType
+time-millis / time-micros              IntegerType millis / LongType micros of the day
+decimal (bytes or fixed), precision    DecimalType(precision, scale)
+<= 38
+=====================================  =====================================================
+
+Fields not in a union with null are not nullable, as in ``from_avro``. A union of two or more
+non-null types, a recursive record, and a decimal wider than 38 digits have no Spark type here:
+:class:`~dstream_kafka.errors.ConfigurationError` names the field and the fix. A logical type
+Avro does not define is read as its underlying type, as the Avro specification says.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from typing import Any, Callable, NamedTuple
+
+from dstream_kafka.errors import ConfigurationError
+
+__all__ = ["ColumnType", "avro_types"]
+
+Converter = Callable[[Any], Any]
+
+_PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
+_MAX_DECIMAL_PRECISION = 38  # Spark's DecimalType.MAX_PRECISION
+
+
+class ColumnType(NamedTuple):
+    """The Spark and Arrow types of one Avro schema, and how its Python values are fixed up.
+
+    Attributes
+    ----------
+    spark : pyspark.sql.types.DataType
+    arrow : pyarrow.DataType
+    nullable : bool
+        True for ``null`` and unions with ``null``.
+    convert : callable or None
+        Applied to each non-null decoded value before Arrow builds the column; ``None`` when
+        fastavro's values go to Arrow as they are (the common case: no per-value work).
+    """
+
+    spark: Any
+    arrow: Any
+    nullable: bool
+    convert: Converter | None
+
+
+def _time_millis(value: datetime.time) -> int:
+    return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
+
+
+def _time_micros(value: datetime.time) -> int:
+    return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
+
+
+def _nullable(convert: Converter) -> Converter:
+    return lambda v: None if v is None else convert(v)
+
+
+class _Walker:
+    """One walk over a schema: named types seen so far, and those being expanded (recursion)."""
+
+    def __init__(self, where: str) -> None:
+        import pyarrow
+        from pyspark.sql import types
+
+        self.pa = pyarrow
+        self.t = types
+        self.where = where
+        self.named: dict[str, Any] = {}
+        self.expanding: set[str] = set()
+
+    def fail(self, path: str, problem: str, fix: str) -> ConfigurationError:
+        return ConfigurationError(f"{self.where} field {path or '<root>'!r}: {problem}; {fix}")
+
+    @staticmethod
+    def fullname(name: str, namespace: str) -> str:
+        return name if "." in name or not namespace else f"{namespace}.{name}"
+
+    def walk(self, schema: Any, namespace: str, path: str) -> ColumnType:
+        if isinstance(schema, list):
+            return self.union(schema, namespace, path)
+        if isinstance(schema, str):
+            return self.named_or_primitive(schema, namespace, path)
+        if not isinstance(schema, dict) or "type" not in schema:
+            raise self.fail(path, f"{schema!r} is not an Avro schema", "check the reader schema")
+        kind = schema["type"]
+        logical = self.logical(schema, kind, path)
+        if logical is not None:
+            return logical
+        if kind == "record" or kind == "error":
+            return self.record(schema, namespace, path)
+        if kind == "enum":
+            self.register(schema, namespace)
+            return ColumnType(self.t.StringType(), self.pa.string(), False, None)
+        if kind == "fixed":
+            self.register(schema, namespace)
+            return ColumnType(self.t.BinaryType(), self.pa.binary(), False, None)
+        if kind == "array":
+            return self.array(schema["items"], namespace, path)
+        if kind == "map":
+            return self.map(schema["values"], namespace, path)
+        return self.walk(kind, namespace, path)  # {"type": "int"}, or a nested definition
+
+    def register(self, schema: dict, namespace: str) -> str:
+        name = self.fullname(schema["name"], schema.get("namespace", namespace))
+        self.named[name] = schema
+        return name
+
+    def named_or_primitive(self, name: str, namespace: str, path: str) -> ColumnType:
+        t, pa = self.t, self.pa
+        simple = {
+            "null": (t.NullType(), pa.null()),
+            "boolean": (t.BooleanType(), pa.bool_()),
+            "int": (t.IntegerType(), pa.int32()),
+            "long": (t.LongType(), pa.int64()),
+            "float": (t.FloatType(), pa.float32()),
+            "double": (t.DoubleType(), pa.float64()),
+            "bytes": (t.BinaryType(), pa.binary()),
+            "string": (t.StringType(), pa.string()),
+        }
+        if name in simple:
+            spark, arrow = simple[name]
+            return ColumnType(spark, arrow, name == "null", None)
+        for candidate in (self.fullname(name, namespace), name):
+            if candidate in self.expanding:
+                raise self.fail(path, f"type {candidate} contains itself (a recursive type has no "
+                                      "finite Spark type)",
+                                "read the records with decode_records, or give a reader schema "
+                                "that stops the recursion")
+            if candidate in self.named:
+                schema = self.named[candidate]
+                return self.walk(schema, candidate.rpartition(".")[0], path)
+        raise self.fail(path, f"unknown type name {name!r}",
+                        "define the named type before its use (schema references are not resolved)")
+
+    def union(self, branches: list, namespace: str, path: str) -> ColumnType:
+        others = [b for b in branches if b != "null"]
+        if len(others) > 1:
+            raise self.fail(path, f"a union of {len(others)} non-null types "
+                                  f"({', '.join(json.dumps(b)[:40] for b in others)}) has no single "
+                                  "Spark type here",
+                            "read the records with decode_records, or give a reader schema whose "
+                            "union is [\"null\", T]")
+        if not others:
+            return self.named_or_primitive("null", namespace, path)
+        inner = self.walk(others[0], namespace, path)
+        convert = None if inner.convert is None else _nullable(inner.convert)
+        return inner._replace(nullable=True, convert=convert)
+
+    def record(self, schema: dict, namespace: str, path: str) -> ColumnType:
+        name = self.register(schema, namespace)
+        inner_ns = name.rpartition(".")[0]
+        self.expanding.add(name)
+        try:
+            fields = [(f["name"], self.walk(f["type"], inner_ns, f"{path}.{f['name']}" if path
+                                            else f["name"])) for f in schema.get("fields", [])]
+        finally:
+            self.expanding.discard(name)
+        t, pa = self.t, self.pa
+        spark = t.StructType([t.StructField(n, c.spark, c.nullable) for n, c in fields])
+        arrow = pa.struct([pa.field(n, c.arrow, c.nullable) for n, c in fields])
+        converters = [(n, c.convert) for n, c in fields if c.convert is not None]
+        convert: Converter | None = None
+        if converters:
+            def convert(value: dict) -> dict:
+                fixed = dict(value)
+                for field_name, field_convert in converters:
+                    fixed[field_name] = field_convert(fixed.get(field_name))
+                return fixed
+        return ColumnType(spark, arrow, False, convert)
+
+    def array(self, items: Any, namespace: str, path: str) -> ColumnType:
+        item = self.walk(items, namespace, f"{path}[]")
+        spark = self.t.ArrayType(item.spark, item.nullable)
+        arrow = self.pa.list_(self.pa.field("element", item.arrow, item.nullable))
+        each = item.convert
+        return ColumnType(spark, arrow, False, None if each is None else lambda v: [each(x) for x in v])
+
+    def map(self, values: Any, namespace: str, path: str) -> ColumnType:
+        item = self.walk(values, namespace, f"{path}{{}}")
+        spark = self.t.MapType(self.t.StringType(), item.spark, item.nullable)
+        arrow = self.pa.map_(self.pa.string(), self.pa.field("value", item.arrow, item.nullable))
+        each = item.convert
+        return ColumnType(spark, arrow, False,
+                          None if each is None else lambda v: {k: each(x) for k, x in v.items()})
+
+    def logical(self, schema: dict, kind: Any, path: str) -> ColumnType | None:
+        logical = schema.get("logicalType")
+        t, pa = self.t, self.pa
+        if logical == "decimal" and kind in ("bytes", "fixed"):
+            precision, scale = schema.get("precision"), schema.get("scale", 0)
+            if not isinstance(precision, int) or precision > _MAX_DECIMAL_PRECISION:
+                raise self.fail(path, f"decimal precision {precision!r} is over Spark's maximum of "
+                                      f"{_MAX_DECIMAL_PRECISION}",
+                                "give a reader schema with a smaller precision, or read the records "
+                                "with decode_records")
+            if kind == "fixed" and "name" in schema:
+                self.register(schema, "")
+            return ColumnType(t.DecimalType(precision, scale), pa.decimal128(precision, scale),
+                              False, None)
+        table: dict[tuple[str, str], tuple[Any, Any, Converter | None]] = {
+            ("int", "date"): (t.DateType(), pa.date32(), None),
+            ("long", "timestamp-millis"): (t.TimestampType(), pa.timestamp("us", tz="UTC"), None),
+            ("long", "timestamp-micros"): (t.TimestampType(), pa.timestamp("us", tz="UTC"), None),
+            ("long", "local-timestamp-millis"): (t.TimestampNTZType(), pa.timestamp("us"), None),
+            ("long", "local-timestamp-micros"): (t.TimestampNTZType(), pa.timestamp("us"), None),
+            ("int", "time-millis"): (t.IntegerType(), pa.int32(), _time_millis),
+            ("long", "time-micros"): (t.LongType(), pa.int64(), _time_micros),
+            ("string", "uuid"): (t.StringType(), pa.string(), str),
+        }
+        found = table.get((kind, logical)) if isinstance(kind, str) and isinstance(logical, str) else None
+        if found is None:
+            return None  # no logical type, or one Avro does not define: the underlying type
+        spark, arrow, convert = found
+        return ColumnType(spark, arrow, False, convert)
+
+
+def avro_types(schema: str | dict | list, where: str = "value") -> ColumnType:
+    """Return the Spark and Arrow types of the Avro ``schema`` (JSON text or parsed).
+
+    ``where`` names the column in errors (``value`` or ``key``).
+
+    Raises
+    ------
+    ConfigurationError
+        For a schema or a field without a Spark type (see the module's table), naming the
+        field's path (``address.lines[]``: items of the array ``lines`` in record ``address``).
+    """
+    if isinstance(schema, str) and schema.strip()[:1] in ("{", "[", '"'):
+        try:
+            schema = json.loads(schema)  # else a bare type name such as string
+        except ValueError as exc:
+            raise ConfigurationError(f"the {where} schema is not valid JSON: {exc}") from None
+    return _Walker(where).walk(schema, "", "")
