@@ -9,7 +9,7 @@ imported only when a decoder first runs. See docs/guide/schema-registry.rst.
 
 from dstream_kafka.formats.avro import AvroDecoder
 from dstream_kafka.formats.decoder import RegistryDecoder
-from dstream_kafka.formats.frames import DecodedFrame, decode_frame, subject_decoder
+from dstream_kafka.formats.frames import DecodedFrame, decode_frame, subject_decoder, subject_schema
 from dstream_kafka.formats.json_schema import JsonSchemaDecoder
 from dstream_kafka.formats.protobuf import ProtobufDecoder
 from dstream_kafka.formats.records import (
@@ -35,4 +35,5 @@ __all__ = [
     "decode_frame",
     "decode_records",
     "subject_decoder",
+    "subject_schema",
 ]

@@ -9,6 +9,10 @@ version by :func:`subject_decoder`. Every record is read into that schema by Avr
 resolution, whatever writer version wrote it; a record whose writer schema does not resolve
 (an incompatible change) fails like a corrupt one, under ``on_error``.
 
+A JSON Schema column's type comes from a JSON schema given as ``value_schema``/``key_schema``
+(:func:`subject_schema` fetches a subject's); JSON has no schema resolution, so a decoded value
+that does not fit the column is a bad record, under ``on_error``.
+
 On executors, ``mapInArrow`` decodes each Arrow batch's values with the decoder (writer
 schemas fetched once per worker, as for RDDs) and builds the column with one ``pa.array`` call
 of the target Arrow type; the other columns are passed through untouched (filtered when rows
@@ -25,11 +29,53 @@ from dstream_kafka.formats.avro import AvroDecoder
 from dstream_kafka.formats.decoder import RegistryDecoder
 from dstream_kafka.formats.records import ON_ERROR, SkippedRecord, SkippedRecords, _SkippedParam
 from dstream_kafka.formats.registry import RegistrySettings, registry_client, registry_failure
-from dstream_kafka.formats.spark_types import ColumnType, avro_types
+from dstream_kafka.formats.json_schema import JsonSchemaDecoder
+from dstream_kafka.formats.spark_types import ColumnType, avro_types, json_schema_types
 
-__all__ = ["DecodedFrame", "decode_frame", "subject_decoder"]
+__all__ = ["DecodedFrame", "decode_frame", "subject_decoder", "subject_schema"]
 
 log = logging.getLogger(__name__)
+
+
+def _registered(registry: RegistrySettings, subject: str, version: int | str, caller: str) -> Any:
+    if not isinstance(subject, str) or not subject:
+        raise ConfigurationError(f"{caller} subject must be a subject name, got {subject!r}")
+    if not (version == "latest" or (isinstance(version, int) and not isinstance(version, bool)
+                                    and version >= 1)):
+        raise ConfigurationError(
+            f"{caller} version must be 'latest' or a version number >= 1, got {version!r}")
+    client = registry_client(registry)
+    from confluent_kafka.schema_registry.error import SchemaRegistryError as ClientError
+
+    what = f"subject {subject!r} version {version}"
+    try:
+        return (client.get_latest_version(subject) if version == "latest"
+                else client.get_version(subject, version))
+    except ClientError as exc:
+        if exc.http_status_code == 404:
+            raise ConfigurationError(
+                f"the Schema Registry at {registry.display_url} has no {what}: check the subject "
+                "name (the serializer's default is '<topic>-value' or '<topic>-key')") from None
+        raise registry_failure(registry, f"to return {what}", exc) from None
+    except Exception as exc:  # connection refused, TLS, timeouts
+        raise registry_failure(registry, f"to return {what}", exc) from None
+
+
+def subject_schema(registry: RegistrySettings, subject: str, version: int | str = "latest") -> str:
+    """Return the schema text of ``subject``'s ``version``, fetched now on the driver.
+
+    For a JSON Schema column: ``decode_frame(df, value=JsonSchemaDecoder(registry),
+    value_schema=subject_schema(registry, subject))``.
+
+    Raises
+    ------
+    ConfigurationError
+        The subject or version does not exist.
+    SchemaRegistryError
+        The registry failed, could not be reached or refused the credentials.
+    """
+    schema_str: str = _registered(registry, subject, version, "subject_schema").schema.schema_str
+    return schema_str
 
 
 def subject_decoder(registry: RegistrySettings, subject: str,
@@ -46,30 +92,12 @@ def subject_decoder(registry: RegistrySettings, subject: str,
     SchemaRegistryError
         The registry failed, could not be reached or refused the credentials.
     """
-    if not isinstance(subject, str) or not subject:
-        raise ConfigurationError(f"subject_decoder subject must be a subject name, got {subject!r}")
-    if not (version == "latest" or (isinstance(version, int) and not isinstance(version, bool)
-                                    and version >= 1)):
-        raise ConfigurationError(
-            f"subject_decoder version must be 'latest' or a version number >= 1, got {version!r}")
-    client = registry_client(registry)
-    from confluent_kafka.schema_registry.error import SchemaRegistryError as ClientError
-
-    what = f"subject {subject!r} version {version}"
-    try:
-        found = (client.get_latest_version(subject) if version == "latest"
-                 else client.get_version(subject, version))
-    except ClientError as exc:
-        if exc.http_status_code == 404:
-            raise ConfigurationError(
-                f"the Schema Registry at {registry.display_url} has no {what}: check the subject "
-                "name (the serializer's default is '<topic>-value' or '<topic>-key')") from None
-        raise registry_failure(registry, f"to return {what}", exc) from None
-    except Exception as exc:  # connection refused, TLS, timeouts
-        raise registry_failure(registry, f"to return {what}", exc) from None
+    found = _registered(registry, subject, version, "subject_decoder")
     kind = (found.schema.schema_type or "AVRO").upper()
     if kind != "AVRO":
-        raise ConfigurationError(f"{what} is a {kind} schema; subject_decoder reads Avro subjects")
+        raise ConfigurationError(
+            f"subject {subject!r} holds {kind} schemas; subject_decoder reads Avro subjects (for "
+            "JSON Schema pass value_schema=subject_schema(registry, subject) to decode_frame)")
     return AvroDecoder(registry, reader_schema=found.schema.schema_str)
 
 
@@ -102,14 +130,27 @@ class DecodedFrame:
         return value
 
 
-def _column_type(decoder: RegistryDecoder | None, where: str) -> ColumnType | None:
+def _column_type(decoder: RegistryDecoder | None, where: str,
+                 schema: str | dict | None) -> ColumnType | None:
     if decoder is None:
+        if schema is not None:
+            raise ConfigurationError(f"decode_frame {where}_schema is given without a {where} decoder")
         return None
+    if isinstance(decoder, JsonSchemaDecoder):
+        if schema is None:
+            raise ConfigurationError(
+                f"decode_frame needs {where}_schema for a JsonSchemaDecoder (a DataFrame has one "
+                f"schema): a JSON schema, or subject_schema(registry, subject)")
+        return json_schema_types(schema, where)
     if not isinstance(decoder, AvroDecoder):
         raise ConfigurationError(
-            f"decode_frame {where} must be an AvroDecoder, got {type(decoder).__name__}: "
-            "Protobuf and JSON Schema columns are not supported yet; decode the records of "
-            "KafkaUtils.createRDD with decode_records instead")
+            f"decode_frame {where} must be an AvroDecoder or a JsonSchemaDecoder, got "
+            f"{type(decoder).__name__}: Protobuf columns are not supported yet; decode the records "
+            "of KafkaUtils.createRDD with decode_records instead")
+    if schema is not None:
+        raise ConfigurationError(
+            f"decode_frame {where}_schema is for JSON Schema; an Avro column's type is its "
+            "decoder's reader_schema")
     if decoder.return_record_name:
         raise ConfigurationError(
             f"decode_frame {where} decoder has return_record_name=True, which gives tuples, not "
@@ -129,7 +170,9 @@ def _classic_context(df: Any) -> Any | None:
 
 
 def decode_frame(df: Any, value: RegistryDecoder | None = None, key: RegistryDecoder | None = None,
-                 on_error: str = "fail", report_first: int = 10) -> DecodedFrame:
+                 on_error: str = "fail", report_first: int = 10,
+                 value_schema: str | dict | None = None,
+                 key_schema: str | dict | None = None) -> DecodedFrame:
     """Return ``df`` with its ``value`` and/or ``key`` column decoded into Spark types, lazily.
 
     Parameters
@@ -138,8 +181,9 @@ def decode_frame(df: Any, value: RegistryDecoder | None = None, key: RegistryDec
         A DataFrame with binary ``key``/``value`` columns, such as ``createDataFrame`` returns;
         ``topic``, ``partition``, ``offset`` (named in errors) and ``headers`` (schema ids in
         headers) are used when present. Every other column passes through unchanged.
-    value, key : AvroDecoder, optional
-        With a reader schema (see :func:`subject_decoder`); its Spark type (see
+    value, key : AvroDecoder or JsonSchemaDecoder, optional
+        An Avro decoder with a reader schema (see :func:`subject_decoder`), or a JSON Schema
+        decoder with ``value_schema``/``key_schema``; the schema's Spark type (see
         :mod:`dstream_kafka.formats.spark_types`) replaces the binary column, in place and
         under the same name. A null key or value (a tombstone) stays null.
     on_error : {"fail", "skip"}
@@ -149,6 +193,10 @@ def decode_frame(df: Any, value: RegistryDecoder | None = None, key: RegistryDec
         executor and reported by :meth:`DecodedFrame.skipped`. A failing registry always fails.
     report_first : int
         How many skipped records :meth:`DecodedFrame.skipped` lists (the count is exact).
+    value_schema, key_schema : str or dict, optional
+        The JSON schema of a JSON Schema column (see :func:`subject_schema`). A decoded value
+        that does not fit its column's type (a string where the schema says integer) is a bad
+        record, under ``on_error``.
 
     Raises
     ------
@@ -163,8 +211,9 @@ def decode_frame(df: Any, value: RegistryDecoder | None = None, key: RegistryDec
         raise ConfigurationError(f"decode_frame on_error must be 'fail' or 'skip', got {on_error!r}")
     if not isinstance(report_first, int) or report_first < 0:
         raise ConfigurationError(f"decode_frame report_first must be an int >= 0, got {report_first!r}")
-    targets = {name: (decoder, _column_type(decoder, name))
-               for name, decoder in (("key", key), ("value", value)) if decoder is not None}
+    targets = {name: (decoder, _column_type(decoder, name, schema))
+               for name, decoder, schema in (("key", key, key_schema), ("value", value, value_schema))
+               if decoder is not None or schema is not None}
     from pyspark.sql.types import BinaryType, StructField, StructType
 
     columns = {f.name: f for f in df.schema.fields}
@@ -197,7 +246,7 @@ def _batches_decoder(plan: dict[str, tuple[Any, Any]], names: list[str], skip: b
         first: list[SkippedRecord] = []
         try:
             for batch in batches:
-                decoded, keep, bad = _decode_batch(batch, plan, names, skip)
+                built, keep, bad = _decode_batch(pa, batch, plan, names, skip)
                 for record in bad:
                     count += 1
                     if len(first) < report_first:
@@ -208,9 +257,8 @@ def _batches_decoder(plan: dict[str, tuple[Any, Any]], names: list[str], skip: b
                 arrays, fields = [], []
                 for i, name in enumerate(names):
                     if name in plan:
-                        arrow_type = plan[name][1].arrow
-                        arrays.append(_build(pa, decoded[name], arrow_type, name))
-                        fields.append(pa.field(name, arrow_type))
+                        arrays.append(built[name])
+                        fields.append(pa.field(name, plan[name][1].arrow))
                     else:
                         arrays.append(batch.column(i))
                         fields.append(batch.schema.field(i))
@@ -222,48 +270,79 @@ def _batches_decoder(plan: dict[str, tuple[Any, Any]], names: list[str], skip: b
     return run
 
 
-def _build(pa: Any, values: list[Any], arrow_type: Any, name: str) -> Any:
-    try:
-        return pa.array(values, arrow_type)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-        # the reader schema resolved every value, so this is a mapping gap, not a bad record
-        raise ConfigurationError(
-            f"decode_frame cannot build the {name} column as {arrow_type}: {exc}") from None
+class _Rows:
+    """The columns of one batch that name records in errors and carry schema-id headers."""
 
+    def __init__(self, batch: Any, names: list[str]) -> None:
+        def column(name: str) -> list[Any] | None:
+            return batch.column(names.index(name)).to_pylist() if name in names else None
 
-def _decode_batch(batch: Any, plan: dict[str, tuple[Any, Any]], names: list[str],
-                  skip: bool) -> tuple[dict[str, list[Any]], list[int], list[SkippedRecord]]:
-    """Decode one batch: the Python values per decoded column, the rows kept, the rows skipped."""
-    def column(name: str) -> list[Any] | None:
-        return batch.column(names.index(name)).to_pylist() if name in names else None
+        n = batch.num_rows
+        self.topics = column("topic") or ["?"] * n
+        self.partitions = column("partition") or [-1] * n
+        self.offsets = column("offset") or [-1] * n
+        self.headers = column("headers")
+        self.column = column
 
-    n = batch.num_rows
-    topics = column("topic") or ["?"] * n
-    partitions = column("partition") or [-1] * n
-    offsets = column("offset") or [-1] * n
-    headers = column("headers")
-    raw = {name: column(name) for name in plan}
-    decoded: dict[str, list[Any]] = {name: [] for name in plan}
-    keep: list[int] = []
-    bad: list[SkippedRecord] = []
-    for row in range(n):
+    def pairs(self, row: int) -> Any:
         # a headers column holds {key, value} structs; the decoder takes (key, value) pairs
-        pairs = [(h["key"], h["value"]) for h in headers[row] or ()] if headers is not None else ()
+        if self.headers is None:
+            return ()
+        return [(h["key"], h["value"]) for h in self.headers[row] or ()]
+
+    def skipped(self, row: int, exc: RecordDecodeError) -> SkippedRecord:
+        return SkippedRecord(self.topics[row], self.partitions[row], self.offsets[row],
+                             exc.schema_id, str(exc))
+
+
+def _decode_batch(pa: Any, batch: Any, plan: dict[str, tuple[Any, Any]], names: list[str],
+                  skip: bool) -> tuple[dict[str, Any], list[int], list[SkippedRecord]]:
+    """Decode one batch: the Arrow array per decoded column, the rows kept, the rows skipped."""
+    rows = _Rows(batch, names)
+    raw = {name: rows.column(name) for name in plan}
+    values: dict[int, dict[str, Any]] = {}
+    bad: dict[int, SkippedRecord] = {}
+    for row in range(batch.num_rows):
         try:
-            values = {}
+            got = {}
             for name, (decoder, column_type) in plan.items():
-                got = decoder.decode(raw[name][row], pairs, name == "key",  # type: ignore[index]
-                                     topics[row], partitions[row], offsets[row])
-                if got is not None and column_type.convert is not None:
-                    got = column_type.convert(got)
-                values[name] = got
+                value = decoder.decode(raw[name][row], rows.pairs(row),  # type: ignore[index]
+                                       name == "key", rows.topics[row], rows.partitions[row],
+                                       rows.offsets[row])
+                if value is not None and column_type.convert is not None:
+                    value = column_type.convert(value)
+                got[name] = value
+            values[row] = got
         except RecordDecodeError as exc:
             if not skip:
                 raise
-            bad.append(SkippedRecord(topics[row], partitions[row], offsets[row], exc.schema_id,
-                                     str(exc)))
-            continue
-        keep.append(row)
-        for name, got in values.items():
-            decoded[name].append(got)
-    return decoded, keep, bad
+            bad[row] = rows.skipped(row, exc)
+    built: dict[str, Any] = {}
+    for name, (decoder, column_type) in plan.items():
+        try:
+            built[name] = pa.array([values[r][name] for r in values], column_type.arrow)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+            # a decoded value that does not fit the column (JSON against another schema): find it
+            for row in list(values):
+                try:
+                    pa.array([values[row][name]], column_type.arrow)
+                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as exc:
+                    error = RecordDecodeError(
+                        f"the {decoder.format_name} {name} of topic {rows.topics[row]!r} partition "
+                        f"{rows.partitions[row]} offset {rows.offsets[row]} does not fit the column "
+                        f"type {column_type.spark.simpleString()}: {type(exc).__name__}: {exc}",
+                        rows.topics[row], rows.partitions[row], rows.offsets[row], None)
+                    if not skip:
+                        raise error from None
+                    bad[row] = rows.skipped(row, error)
+                    del values[row]
+            return _rebuilt(pa, plan, values, bad)
+    return built, list(values), [bad[r] for r in sorted(bad)]
+
+
+def _rebuilt(pa: Any, plan: dict[str, tuple[Any, Any]], values: dict[int, dict[str, Any]],
+             bad: dict[int, SkippedRecord]) -> tuple[dict[str, Any], list[int], list[SkippedRecord]]:
+    """The arrays of the rows left once those that do not fit a column are out."""
+    built = {name: pa.array([values[r][name] for r in values], column.arrow)
+             for name, (_, column) in plan.items()}
+    return built, list(values), [bad[r] for r in sorted(bad)]

@@ -36,7 +36,7 @@ from typing import Any, Callable, NamedTuple
 
 from dstream_kafka.errors import ConfigurationError
 
-__all__ = ["ColumnType", "avro_types"]
+__all__ = ["ColumnType", "avro_types", "json_schema_types"]
 
 Converter = Callable[[Any], Any]
 
@@ -252,3 +252,66 @@ def avro_types(schema: str | dict | list, where: str = "value") -> ColumnType:
         except ValueError as exc:
             raise ConfigurationError(f"the {where} schema is not valid JSON: {exc}") from None
     return _Walker(where).walk(schema, "", "")
+
+
+def json_schema_types(schema: str | dict, where: str = "value") -> ColumnType:
+    """Return the Spark and Arrow types of a JSON Schema (JSON text or parsed).
+
+    ``object`` with ``properties`` is a struct of them in their order, every field nullable
+    (a property may be absent); ``object`` with only an ``additionalProperties`` schema is a
+    map with string keys; ``array`` is an array of its ``items``; ``integer`` is LongType,
+    ``number`` DoubleType, ``string`` StringType (``format`` is not interpreted), ``boolean``
+    BooleanType; a type list of one type and ``"null"`` is that type.
+
+    Raises
+    ------
+    ConfigurationError
+        For what has no single Spark type here (``oneOf``, ``anyOf``, ``allOf``, ``$ref``, a
+        type list of two non-null types, an object without properties or value schema, an
+        array without ``items``), naming the field.
+    """
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except ValueError as exc:
+            raise ConfigurationError(f"the {where} JSON schema is not valid JSON: {exc}") from None
+    return _JsonWalker(where).walk(schema, "")
+
+
+class _JsonWalker(_Walker):
+    fix = "give a schema with one type there, or decode the records with decode_records"
+
+    def walk(self, schema: Any, path: str) -> ColumnType:  # type: ignore[override]
+        t, pa = self.t, self.pa
+        if not isinstance(schema, dict):
+            raise self.fail(path, f"{schema!r} is not a JSON schema object", self.fix)
+        for word in ("$ref", "oneOf", "anyOf", "allOf"):
+            if word in schema:
+                raise self.fail(path, f"{word} has no single Spark type here", self.fix)
+        kind = schema.get("type", "object" if "properties" in schema else None)
+        if isinstance(kind, list):
+            others = [k for k in kind if k != "null"]
+            if len(others) != 1:
+                raise self.fail(path, f"type {kind!r} is not one type (or one and null)", self.fix)
+            return self.walk({**schema, "type": others[0]}, path)._replace(nullable=True)
+        simple = {"integer": (t.LongType(), pa.int64()), "number": (t.DoubleType(), pa.float64()),
+                  "string": (t.StringType(), pa.string()), "boolean": (t.BooleanType(), pa.bool_()),
+                  "null": (t.NullType(), pa.null())}
+        if kind in simple:
+            spark, arrow = simple[kind]
+            return ColumnType(spark, arrow, True, None)
+        if kind == "array" and isinstance(schema.get("items"), dict):
+            item = self.walk(schema["items"], f"{path}[]")
+            return ColumnType(t.ArrayType(item.spark, True),
+                              pa.list_(pa.field("element", item.arrow, True)), True, None)
+        if kind == "object" and isinstance(schema.get("properties"), dict):
+            fields = [(name, self.walk(sub, f"{path}.{name}" if path else name))
+                      for name, sub in schema["properties"].items()]
+            return ColumnType(t.StructType([t.StructField(n, c.spark, True) for n, c in fields]),
+                              pa.struct([pa.field(n, c.arrow, True) for n, c in fields]), True, None)
+        if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
+            item = self.walk(schema["additionalProperties"], f"{path}{{}}")
+            return ColumnType(t.MapType(t.StringType(), item.spark, True),
+                              pa.map_(pa.string(), pa.field("value", item.arrow, True)), True, None)
+        raise self.fail(path, f"type {kind!r} without properties, additionalProperties or items "
+                              "has no Spark type here", self.fix)

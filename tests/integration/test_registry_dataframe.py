@@ -17,13 +17,22 @@ import pytest
 
 from dstream_kafka import KafkaUtils, OffsetRange
 from dstream_kafka.errors import ConfigurationError
-from dstream_kafka.formats import AvroDecoder, RegistrySettings, decode_frame, decode_records, subject_decoder
+from dstream_kafka.formats import (
+    AvroDecoder,
+    JsonSchemaDecoder,
+    RegistrySettings,
+    decode_frame,
+    decode_records,
+    subject_decoder,
+    subject_schema,
+)
 
 pytestmark = pytest.mark.integration
 
 pytest.importorskip("confluent_kafka.schema_registry")
 from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
 from confluent_kafka.schema_registry.avro import AvroSerializer  # noqa: E402
+from confluent_kafka.schema_registry.json_schema import JSONSerializer  # noqa: E402
 from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
 
 USER_V1 = {"type": "record", "name": "User", "namespace": "test",
@@ -83,7 +92,7 @@ def _frame(spark: Any, kafka: Any, topic: str, unique: Any, until: int) -> Any:
     return KafkaUtils.createDataFrame(spark, params, [OffsetRange(topic, 0, 0, until)])
 
 
-def _rdd_values(sc: Any, kafka: Any, topic: str, unique: Any, until: int, decoder: AvroDecoder) -> list[Any]:
+def _rdd_values(sc: Any, kafka: Any, topic: str, unique: Any, until: int, decoder: Any) -> list[Any]:
     params = {"bootstrap.servers": kafka.bootstrap_servers, "group.id": unique("g")}
     rdd = KafkaUtils.createRDD(sc, params, [OffsetRange(topic, 0, 0, until)])
     return [r.value for r in decode_records(rdd, value=decoder).rdd.collect()]
@@ -214,3 +223,35 @@ def test_a_cast_value_column_is_refused_before_any_job(spark, kafka, client, reg
 
     with pytest.raises(ConfigurationError, match=r"binary 'value' column \(string\)"):
         decode_frame(frame, value=subject_decoder(registry, f"{topic}-value"))
+
+
+READING = {"type": "object", "properties": {
+    "sensor": {"type": "string"}, "celsius": {"type": "number"},
+    "flags": {"type": "array", "items": {"type": "string"}}}, "required": ["sensor"]}
+
+
+def test_json_schema_values_decode_into_the_subjects_schema_and_misfits_are_skipped(
+        spark, sc, kafka, client, registry, topic, unique):
+    context = SerializationContext(topic, MessageField.VALUE)
+    good = JSONSerializer(json.dumps(READING), client)
+    # valid against its own writer schema (another subject), but celsius is not a number
+    other = {**READING, "properties": {**READING["properties"], "celsius": {"type": "string"}}}
+    misfit = JSONSerializer(json.dumps(other), client)(
+        {"sensor": "c", "celsius": "warm"}, SerializationContext(f"{topic}-other", MessageField.VALUE))
+    kafka.produce(topic, [good({"sensor": "a", "celsius": 20.5, "flags": ["x"]}, context), misfit,
+                          good({"sensor": "b", "celsius": 21}, context)], partition=0)
+
+    decoded = decode_frame(_frame(spark, kafka, topic, unique, 3), value=JsonSchemaDecoder(registry),
+                           value_schema=subject_schema(registry, f"{topic}-value"), on_error="skip")
+    rows = decoded.df.collect()
+
+    assert decoded.df.schema["value"].dataType.simpleString() == (
+        "struct<sensor:string,celsius:double,flags:array<string>>")
+    expected = _rdd_values(sc, kafka, topic, unique, 3, JsonSchemaDecoder(registry))
+    assert [r.value.asDict() for r in rows] == [
+        {"sensor": "a", "celsius": 20.5, "flags": ["x"]}, {"sensor": "b", "celsius": 21.0, "flags": None}]
+    assert [expected[0], expected[2]] == [{"sensor": "a", "celsius": 20.5, "flags": ["x"]},
+                                          {"sensor": "b", "celsius": 21}]
+    skipped = decoded.skipped()
+    assert skipped.count == 1 and skipped.first[0].offset == 1
+    assert "does not fit the column type" in skipped.first[0].reason

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from pyspark.sql.pandas.types import from_arrow_type
 
 from dstream_kafka.errors import ConfigurationError
-from dstream_kafka.formats import AvroDecoder, JsonSchemaDecoder, RegistrySettings, decode_frame
-from dstream_kafka.formats.spark_types import avro_types
+from dstream_kafka.formats import AvroDecoder, JsonSchemaDecoder, ProtobufDecoder, RegistrySettings, decode_frame
+from dstream_kafka.formats.spark_types import avro_types, json_schema_types
 
 REGISTRY = RegistrySettings("http://127.0.0.1:1/apis/ccompat/v7")
 
@@ -188,11 +188,53 @@ def test_decode_frame_refuses_an_avro_decoder_without_a_reader_schema_naming_the
         decode_frame(None, value=AvroDecoder(REGISTRY))
 
 
-def test_decode_frame_refuses_json_schema_naming_decode_records():
-    with pytest.raises(ConfigurationError, match="not supported yet.*decode_records"):
+def test_decode_frame_refuses_a_json_schema_decoder_without_its_column_schema():
+    with pytest.raises(ConfigurationError, match=r"needs value_schema for a JsonSchemaDecoder.*subject_schema"):
         decode_frame(None, value=JsonSchemaDecoder(REGISTRY))
+
+
+def test_decode_frame_refuses_protobuf_naming_decode_records():
+    with pytest.raises(ConfigurationError, match="Protobuf columns are not supported yet.*decode_records"):
+        decode_frame(None, value=ProtobufDecoder(REGISTRY))
 
 
 def test_decode_frame_refuses_an_unknown_on_error():
     with pytest.raises(ConfigurationError, match="on_error must be 'fail' or 'skip'"):
         decode_frame(None, value=AvroDecoder(REGISTRY, reader_schema='"string"'), on_error="null")
+
+
+# --- JSON Schema -----------------------------------------------------------------------------
+
+def test_a_json_object_is_a_struct_of_nullable_properties_in_their_order():
+    column = json_schema_types({"type": "object", "required": ["n"], "properties": {
+        "n": {"type": "integer"}, "x": {"type": "number"}, "s": {"type": ["string", "null"]},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "inner": {"properties": {"ok": {"type": "boolean"}}}}})
+
+    assert column.spark.simpleString() == (
+        "struct<n:bigint,x:double,s:string,tags:array<string>,counts:map<string,bigint>,"
+        "inner:struct<ok:boolean>>")
+    assert all(f.nullable for f in column.spark.fields)
+    assert from_arrow_type(column.arrow) == column.spark
+
+
+def test_json_values_with_absent_properties_build_the_struct_with_nulls():
+    column = json_schema_types('{"type": "object", "properties": {"n": {"type": "integer"}, '
+                               '"x": {"type": "number"}}}')
+
+    assert pa.array([{"n": 1, "x": 2}, {"n": 2}], column.arrow).to_pylist() == [
+        {"n": 1, "x": 2.0}, {"n": 2, "x": None}]
+
+
+@pytest.mark.parametrize("sub, problem", [
+    ({"oneOf": [{"type": "string"}, {"type": "integer"}]}, "oneOf"),
+    ({"$ref": "#/definitions/x"}, r"\$ref"),
+    ({"type": ["string", "integer"]}, "is not one type"),
+    ({"type": "object"}, "without properties"),
+    ({"type": "array"}, "without properties, additionalProperties or items"),
+])
+def test_json_schemas_without_one_spark_type_are_refused_naming_the_field(sub, problem):
+    with pytest.raises(ConfigurationError, match=rf"key field 'outer.f': .*{problem}.*decode_records"):
+        json_schema_types({"type": "object", "properties": {"outer": {
+            "type": "object", "properties": {"f": sub}}}}, "key")
