@@ -10,8 +10,10 @@ resolution, whatever writer version wrote it; a record whose writer schema does 
 (an incompatible change) fails like a corrupt one, under ``on_error``.
 
 A JSON Schema column's type comes from a JSON schema given as ``value_schema``/``key_schema``
-(:func:`subject_schema` fetches a subject's); JSON has no schema resolution, so a decoded value
-that does not fit the column is a bad record, under ``on_error``.
+(:func:`subject_schema` fetches a subject's), a Protobuf column's from a message class or
+Descriptor; neither format resolves schemas, so a decoded value that does not fit the column is
+a bad record, under ``on_error`` (Protobuf fields the column lacks are dropped, fields the
+record lacks are null).
 
 On executors, ``mapInArrow`` decodes each Arrow batch's values with the decoder (writer
 schemas fetched once per worker, as for RDDs) and builds the column with one ``pa.array`` call
@@ -30,7 +32,8 @@ from dstream_kafka.formats.decoder import RegistryDecoder
 from dstream_kafka.formats.records import ON_ERROR, SkippedRecord, SkippedRecords, _SkippedParam
 from dstream_kafka.formats.registry import RegistrySettings, registry_client, registry_failure
 from dstream_kafka.formats.json_schema import JsonSchemaDecoder
-from dstream_kafka.formats.spark_types import ColumnType, avro_types, json_schema_types
+from dstream_kafka.formats.protobuf import ProtobufDecoder
+from dstream_kafka.formats.spark_types import ColumnType, avro_types, json_schema_types, protobuf_types
 
 __all__ = ["DecodedFrame", "decode_frame", "subject_decoder", "subject_schema"]
 
@@ -130,8 +133,7 @@ class DecodedFrame:
         return value
 
 
-def _column_type(decoder: RegistryDecoder | None, where: str,
-                 schema: str | dict | None) -> ColumnType | None:
+def _column_type(decoder: RegistryDecoder | None, where: str, schema: Any) -> ColumnType | None:
     if decoder is None:
         if schema is not None:
             raise ConfigurationError(f"decode_frame {where}_schema is given without a {where} decoder")
@@ -142,11 +144,19 @@ def _column_type(decoder: RegistryDecoder | None, where: str,
                 f"decode_frame needs {where}_schema for a JsonSchemaDecoder (a DataFrame has one "
                 f"schema): a JSON schema, or subject_schema(registry, subject)")
         return json_schema_types(schema, where)
+    if isinstance(decoder, ProtobufDecoder):
+        message = schema if schema is not None else decoder.message_type
+        if message is None or isinstance(message, (str, dict)):
+            raise ConfigurationError(
+                f"decode_frame needs {where}_schema for a ProtobufDecoder: the message's generated "
+                "class or its Descriptor (a DataFrame has one schema)")
+        if not decoder.as_dict:
+            raise ConfigurationError(f"decode_frame {where} ProtobufDecoder needs as_dict=True")
+        return protobuf_types(message, where)
     if not isinstance(decoder, AvroDecoder):
         raise ConfigurationError(
-            f"decode_frame {where} must be an AvroDecoder or a JsonSchemaDecoder, got "
-            f"{type(decoder).__name__}: Protobuf columns are not supported yet; decode the records "
-            "of KafkaUtils.createRDD with decode_records instead")
+            f"decode_frame {where} must be an AvroDecoder, JsonSchemaDecoder or ProtobufDecoder, "
+            f"got {type(decoder).__name__}")
     if schema is not None:
         raise ConfigurationError(
             f"decode_frame {where}_schema is for JSON Schema; an Avro column's type is its "
@@ -171,8 +181,7 @@ def _classic_context(df: Any) -> Any | None:
 
 def decode_frame(df: Any, value: RegistryDecoder | None = None, key: RegistryDecoder | None = None,
                  on_error: str = "fail", report_first: int = 10,
-                 value_schema: str | dict | None = None,
-                 key_schema: str | dict | None = None) -> DecodedFrame:
+                 value_schema: Any = None, key_schema: Any = None) -> DecodedFrame:
     """Return ``df`` with its ``value`` and/or ``key`` column decoded into Spark types, lazily.
 
     Parameters
@@ -181,9 +190,10 @@ def decode_frame(df: Any, value: RegistryDecoder | None = None, key: RegistryDec
         A DataFrame with binary ``key``/``value`` columns, such as ``createDataFrame`` returns;
         ``topic``, ``partition``, ``offset`` (named in errors) and ``headers`` (schema ids in
         headers) are used when present. Every other column passes through unchanged.
-    value, key : AvroDecoder or JsonSchemaDecoder, optional
-        An Avro decoder with a reader schema (see :func:`subject_decoder`), or a JSON Schema
-        decoder with ``value_schema``/``key_schema``; the schema's Spark type (see
+    value, key : AvroDecoder, JsonSchemaDecoder or ProtobufDecoder, optional
+        An Avro decoder with a reader schema (see :func:`subject_decoder`), a JSON Schema
+        decoder with ``value_schema``/``key_schema``, or a Protobuf decoder (``as_dict=True``)
+        with its ``message_type`` or a message class or Descriptor as the schema; the schema's Spark type (see
         :mod:`dstream_kafka.formats.spark_types`) replaces the binary column, in place and
         under the same name. A null key or value (a tombstone) stays null.
     on_error : {"fail", "skip"}
@@ -193,10 +203,10 @@ def decode_frame(df: Any, value: RegistryDecoder | None = None, key: RegistryDec
         executor and reported by :meth:`DecodedFrame.skipped`. A failing registry always fails.
     report_first : int
         How many skipped records :meth:`DecodedFrame.skipped` lists (the count is exact).
-    value_schema, key_schema : str or dict, optional
-        The JSON schema of a JSON Schema column (see :func:`subject_schema`). A decoded value
-        that does not fit its column's type (a string where the schema says integer) is a bad
-        record, under ``on_error``.
+    value_schema, key_schema : optional
+        The JSON schema of a JSON Schema column (see :func:`subject_schema`), or the message
+        class or Descriptor of a Protobuf column. A decoded value that does not fit its
+        column's type (a string where the schema says integer) is a bad record, under ``on_error``.
 
     Raises
     ------

@@ -36,7 +36,7 @@ from typing import Any, Callable, NamedTuple
 
 from dstream_kafka.errors import ConfigurationError
 
-__all__ = ["ColumnType", "avro_types", "json_schema_types"]
+__all__ = ["ColumnType", "avro_types", "json_schema_types", "protobuf_types"]
 
 Converter = Callable[[Any], Any]
 
@@ -176,6 +176,10 @@ class _Walker:
                                             else f["name"])) for f in schema.get("fields", [])]
         finally:
             self.expanding.discard(name)
+        return self.struct(fields, False)
+
+    def struct(self, fields: list[tuple[str, ColumnType]], nullable: bool) -> ColumnType:
+        """The struct of ``fields``; its converter fixes only the fields that need it."""
         t, pa = self.t, self.pa
         spark = t.StructType([t.StructField(n, c.spark, c.nullable) for n, c in fields])
         arrow = pa.struct([pa.field(n, c.arrow, c.nullable) for n, c in fields])
@@ -184,10 +188,10 @@ class _Walker:
         if converters:
             def convert(value: dict) -> dict:
                 fixed = dict(value)
-                for field_name, field_convert in converters:
-                    fixed[field_name] = field_convert(fixed.get(field_name))
+                for name, each in converters:
+                    fixed[name] = None if fixed.get(name) is None else each(fixed[name])
                 return fixed
-        return ColumnType(spark, arrow, False, convert)
+        return ColumnType(spark, arrow, nullable, convert)
 
     def array(self, items: Any, namespace: str, path: str) -> ColumnType:
         item = self.walk(items, namespace, f"{path}[]")
@@ -315,3 +319,91 @@ class _JsonWalker(_Walker):
                               pa.map_(pa.string(), pa.field("value", item.arrow, True)), True, None)
         raise self.fail(path, f"type {kind!r} without properties, additionalProperties or items "
                               "has no Spark type here", self.fix)
+
+
+def protobuf_types(descriptor: Any, where: str = "value") -> ColumnType:
+    """Return the Spark and Arrow types of a Protobuf message ``descriptor`` (or generated class).
+
+    As ``from_protobuf``: a message is a struct of its fields in declaration order (nullable:
+    message fields, oneof members and proto3 ``optional``; other scalars always have a value),
+    ``repeated`` an array, a ``map`` field a map, an enum its name (an unknown number its
+    digits), ``int32``/``sint32``/``sfixed32`` IntegerType, ``uint32``/``fixed32`` and the
+    signed 64-bit types LongType, ``uint64``/``fixed64`` DecimalType(20, 0) (no wrap-around),
+    ``bytes`` BinaryType. Well-known types are messages like any other (``Timestamp`` is a
+    struct of ``seconds`` and ``nanos``).
+
+    Raises
+    ------
+    ConfigurationError
+        For a message that contains itself, naming the field.
+    """
+    return _ProtoWalker(where).message(getattr(descriptor, "DESCRIPTOR", descriptor), "")
+
+
+def _map_converter(keys: Converter | None, values: Converter | None) -> Converter | None:
+    if keys is None and values is None:
+        return None
+    key_fix: Converter = keys or (lambda k: k)
+    value_fix: Converter = values or (lambda x: x)
+    return lambda v: {key_fix(k): None if x is None else value_fix(x) for k, x in v.items()}
+
+
+def _enum_name(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+class _ProtoWalker(_Walker):
+    def message(self, descriptor: Any, path: str) -> ColumnType:
+        if descriptor.full_name in self.expanding:
+            raise self.fail(path, f"message {descriptor.full_name} contains itself (a recursive "
+                                  "type has no finite Spark type)", "decode the records with decode_records")
+        self.expanding.add(descriptor.full_name)
+        try:
+            fields = [(f.name, self.field(f, f"{path}.{f.name}" if path else f.name))
+                      for f in descriptor.fields]
+        finally:
+            self.expanding.discard(descriptor.full_name)
+        return self.struct(fields, True)
+
+    def field(self, field: Any, path: str) -> ColumnType:
+        entry = field.message_type
+        if entry is not None and entry.GetOptions().map_entry:
+            key = self.single(entry.fields_by_name["key"], path)
+            item = self.single(entry.fields_by_name["value"], f"{path}{{}}")
+            return ColumnType(self.t.MapType(key.spark, item.spark, item.nullable),
+                              self.pa.map_(key.arrow, self.pa.field("value", item.arrow, item.nullable)),
+                              False, _map_converter(key.convert, item.convert))
+        one = self.single(field, path)
+        flag = getattr(field, "is_repeated", None)
+        if not (bool(flag) if flag is not None else field.label == field.LABEL_REPEATED):
+            nullable = one.nullable or field.containing_oneof is not None
+            return one._replace(nullable=nullable)
+        each = one.convert
+        return ColumnType(self.t.ArrayType(one.spark, False),
+                          self.pa.list_(self.pa.field("element", one.arrow, False)), False,
+                          None if each is None else lambda v: [each(x) for x in v])
+
+    def single(self, field: Any, path: str) -> ColumnType:
+        import decimal
+
+        t, pa = self.t, self.pa
+        if field.message_type is not None:
+            return self.message(field.message_type, path)
+        if field.enum_type is not None:
+            return ColumnType(t.StringType(), pa.string(), False, _enum_name)
+        kind = field.type
+        by_type = {
+            1: (t.DoubleType(), pa.float64(), None), 2: (t.FloatType(), pa.float32(), None),
+            3: (t.LongType(), pa.int64(), None), 4: (t.DecimalType(20, 0), pa.decimal128(20, 0), decimal.Decimal),
+            5: (t.IntegerType(), pa.int32(), None), 6: (t.DecimalType(20, 0), pa.decimal128(20, 0), decimal.Decimal),
+            7: (t.LongType(), pa.int64(), None), 8: (t.BooleanType(), pa.bool_(), None),
+            9: (t.StringType(), pa.string(), None), 12: (t.BinaryType(), pa.binary(), None),
+            13: (t.LongType(), pa.int64(), None), 15: (t.IntegerType(), pa.int32(), None),
+            16: (t.LongType(), pa.int64(), None), 17: (t.IntegerType(), pa.int32(), None),
+            18: (t.LongType(), pa.int64(), None),
+        }  # FieldDescriptor.TYPE_* numbers (descriptor.proto): stable wire-level constants
+        if kind not in by_type:
+            raise self.fail(path, f"protobuf field type {kind} has no Spark type here",
+                            "decode the records with decode_records")
+        spark, arrow, convert = by_type[kind]
+        return ColumnType(spark, arrow, False, convert)

@@ -255,3 +255,42 @@ def test_json_schema_values_decode_into_the_subjects_schema_and_misfits_are_skip
     skipped = decoded.skipped()
     assert skipped.count == 1 and skipped.first[0].offset == 1
     assert "does not fit the column type" in skipped.first[0].reason
+
+
+def _proto_message(name: str, fields: list[tuple[str, str, bool]]) -> Any:
+    """A message class of package ``frames`` built from (name, TYPE_x suffix, repeated) triples."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    kind = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(name=f"frames/{name}.proto", package="frames", syntax="proto3")
+    message = proto.message_type.add(name=name)
+    for number, (field, type_name, repeated) in enumerate(fields, 1):
+        message.field.add(name=field, number=number, type=getattr(kind, f"TYPE_{type_name}"),
+                          label=kind.LABEL_REPEATED if repeated else kind.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"frames.{name}"))
+
+
+def test_protobuf_values_decode_into_the_message_types_struct_row_by_row(
+        spark, sc, kafka, client, registry, topic, unique):
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+
+    from dstream_kafka.formats import ProtobufDecoder
+
+    event = _proto_message("Event", [("id", "STRING", False), ("count", "UINT64", False),
+                                     ("tags", "STRING", True)])
+    serialize = ProtobufSerializer(event, client, {"use.deprecated.format": False})
+    context = SerializationContext(topic, MessageField.VALUE)
+    kafka.produce(topic, [serialize(event(id="a", count=2**64 - 1, tags=["x", "y"]), context),
+                          serialize(event(id="b"), context)], partition=0)
+
+    decoded = decode_frame(_frame(spark, kafka, topic, unique, 2), value=ProtobufDecoder(registry),
+                           value_schema=event).df
+    rows = decoded.collect()
+
+    assert decoded.schema["value"].dataType.simpleString() == (
+        "struct<id:string,count:decimal(20,0),tags:array<string>>")
+    expected = _rdd_values(sc, kafka, topic, unique, 2, ProtobufDecoder(registry))
+    assert [r.value.asDict() for r in rows] == [{**v, "count": decimal.Decimal(v["count"])} for v in expected]
+    assert expected[0]["count"] == 2**64 - 1

@@ -17,7 +17,7 @@ from pyspark.sql.pandas.types import from_arrow_type
 
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.formats import AvroDecoder, JsonSchemaDecoder, ProtobufDecoder, RegistrySettings, decode_frame
-from dstream_kafka.formats.spark_types import avro_types, json_schema_types
+from dstream_kafka.formats.spark_types import avro_types, json_schema_types, protobuf_types
 
 REGISTRY = RegistrySettings("http://127.0.0.1:1/apis/ccompat/v7")
 
@@ -193,8 +193,8 @@ def test_decode_frame_refuses_a_json_schema_decoder_without_its_column_schema():
         decode_frame(None, value=JsonSchemaDecoder(REGISTRY))
 
 
-def test_decode_frame_refuses_protobuf_naming_decode_records():
-    with pytest.raises(ConfigurationError, match="Protobuf columns are not supported yet.*decode_records"):
+def test_decode_frame_refuses_a_protobuf_decoder_without_its_message():
+    with pytest.raises(ConfigurationError, match=r"needs value_schema for a ProtobufDecoder.*generated class"):
         decode_frame(None, value=ProtobufDecoder(REGISTRY))
 
 
@@ -238,3 +238,48 @@ def test_json_schemas_without_one_spark_type_are_refused_naming_the_field(sub, p
     with pytest.raises(ConfigurationError, match=rf"key field 'outer.f': .*{problem}.*decode_records"):
         json_schema_types({"type": "object", "properties": {"outer": {
             "type": "object", "properties": {"f": sub}}}}, "key")
+
+
+# --- Protobuf --------------------------------------------------------------------------------
+
+def _message(fields: list[tuple[str, int, int]], name: str = "M", maps: bool = False) -> Any:
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    proto = descriptor_pb2.FileDescriptorProto(name=f"t/{name}.proto", package="t", syntax="proto3")
+    message = proto.message_type.add(name=name)
+    kind = descriptor_pb2.FieldDescriptorProto
+    for number, (field, field_type, label) in enumerate(fields, 1):
+        entry = message.field.add(name=field, number=number, type=field_type, label=label)
+        if field_type == kind.TYPE_MESSAGE:
+            entry.type_name = f".t.{name}"
+        if field_type == kind.TYPE_ENUM:
+            entry.type_name = f".t.{name}.Color"
+    color = message.enum_type.add(name="Color")
+    color.value.add(name="RED", number=0)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"t.{name}"))
+
+
+def test_protobuf_scalars_repeated_and_enums_map_as_from_protobuf_with_uint64_as_decimal():
+    from google.protobuf.descriptor_pb2 import FieldDescriptorProto as F
+
+    one, many = F.LABEL_OPTIONAL, F.LABEL_REPEATED
+    cls = _message([("i", F.TYPE_INT32, one), ("u", F.TYPE_UINT32, one), ("big", F.TYPE_UINT64, one),
+                    ("s", F.TYPE_STRING, many), ("b", F.TYPE_BYTES, one), ("c", F.TYPE_ENUM, one)])
+    column = protobuf_types(cls)
+
+    assert column.spark.simpleString() == (
+        "struct<i:int,u:bigint,big:decimal(20,0),s:array<string>,b:binary,c:string>")
+    value = column.convert({"i": 1, "u": 2, "big": 2**64 - 1, "s": ["x"], "b": b"", "c": 7})  # type: ignore[misc]
+    assert pa.array([value], column.arrow).to_pylist()[0]["big"] == decimal.Decimal(2**64 - 1)
+    assert value["c"] == "7"
+
+
+def test_a_recursive_protobuf_message_is_refused_naming_the_field():
+    from google.protobuf.descriptor_pb2 import FieldDescriptorProto as F
+
+    cls = _message([("child", F.TYPE_MESSAGE, F.LABEL_OPTIONAL)], name="Tree")
+
+    with pytest.raises(ConfigurationError, match=r"value field 'child': message t.Tree contains itself"):
+        protobuf_types(cls)
