@@ -1,4 +1,4 @@
-"""Avro schemas as Spark and Arrow types, for decoding Kafka DataFrames (:mod:`.frames`).
+"""Avro and JSON schemas and Protobuf messages as Spark and Arrow types (for :mod:`.frames`).
 
 :func:`avro_types` maps one Avro schema to the Spark type of its column, the Arrow type
 executors build it with, and, where fastavro's Python value is not what Arrow takes for that
@@ -18,14 +18,14 @@ date                                   DateType
 timestamp-millis / -micros             TimestampType (microseconds, UTC)
 local-timestamp-millis / -micros       TimestampNTZType
 time-millis / time-micros              IntegerType millis / LongType micros of the day
-decimal (bytes or fixed), precision    DecimalType(precision, scale)
-<= 38
+decimal (bytes, fixed), precision<=38  DecimalType(precision, scale)
 =====================================  =====================================================
 
 Fields not in a union with null are not nullable, as in ``from_avro``. A union of two or more
 non-null types, a recursive record, and a decimal wider than 38 digits have no Spark type here:
 :class:`~dstream_kafka.errors.ConfigurationError` names the field and the fix. A logical type
 Avro does not define is read as its underlying type, as the Avro specification says.
+:func:`json_schema_types` and :func:`protobuf_types` do the same for JSON Schema and Protobuf.
 """
 
 from __future__ import annotations
