@@ -169,6 +169,10 @@ LAYERS = [
     ("read", "formats", "the read path delivers raw records; decoding is the user's choice"),
     ("client", "formats", "client settings know no record formats"),
     ("client", "sql", "client settings know no DataFrames"),
+    # decode_frame takes any DataFrame with binary key/value columns: it needs their bytes,
+    # not how sql/ read them; and sql/ reads raw bytes, decoding is the user's choice
+    ("formats", "sql", "decoding a DataFrame needs its columns, not how it was read"),
+    ("sql", "formats", "Kafka DataFrames deliver raw bytes; decoding is the user's choice"),
     ("stores", "sql", "stores know no DataFrames"),
     ("sql", "stores", "a DataFrame reads ranges; offsets are stored by the stream"),
     ("sql", "streaming", "DataFrames are built without the DStream engine (Spark Connect has none)"),
