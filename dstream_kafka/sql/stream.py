@@ -226,9 +226,14 @@ class KafkaDataFrameStream:
         return stopped
 
     def stop(self) -> None:
-        """Stop after the batch under way (if any) has finished and close the driver consumer."""
+        """Stop after the batch under way (if any) has finished and close the driver consumer.
+
+        Called from ``func``, the batch under way still commits, then the loop ends.
+        """
         self._stopping.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
+        if self._thread is threading.current_thread():
+            return  # the loop finishes this batch and closes everything on its way out
+        if self._thread is not None:
             self._thread.join()
         self._finish()
 

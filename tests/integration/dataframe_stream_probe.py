@@ -4,11 +4,14 @@ Usage: python dataframe_stream_probe.py <runs.json>   (``SPARK_REMOTE`` names th
 
 In a child process for Spark Connect (test_dataframe_stream_connect.py); the classic tests call
 :func:`run_all` in-process with a classic session. ``runs.json`` holds ``{"bootstrap": ...,
-"runs": [{"topic", "group", "store", "maxOffsetsPerTrigger", "fail", "transaction"}, ...]}``
+"runs": [{"topic", "group", "store", "maxOffsetsPerTrigger", "fail", "transaction",
+"stopAfter"}, ...]}``
 (``store`` a store URI); the runs go one after the other. For each it reports: per batch, the
 ``batch_id``, its rows (partition, offset, value) and what the store held while ``func`` ran;
 the store's offsets after the run; the error that stopped it (class and message), if any; with
 ``transaction``, the rows func wrote to the SQLite store's database in ``stream.transaction``.
+Runs are bounded (``endingOffsets=latest``) except with ``stopAfter``: unbounded, func stops the
+stream once that many records were seen.
 Prints one JSON list.
 """
 
@@ -29,11 +32,12 @@ def run_stream(spark: Any, bootstrap: str, run: dict[str, Any]) -> dict[str, Any
               "auto.offset.reset": "earliest"}
     topic = run["topic"]
     batches: list[dict[str, Any]] = []
+    stop_after = run.get("stopAfter")  # an unbounded stream, stopped from func at that count
     stream = createDataFrameStream(
         spark, ConsumerStrategies.Subscribe([topic], params), 0.2,
         offsetStore=open_store(run["store"]),
         maxOffsetsPerTrigger=run.get("maxOffsetsPerTrigger"),
-        options={"endingOffsets": "latest"})
+        options=None if stop_after else {"endingOffsets": "latest"})
 
     def func(df: Any, batch_id: int) -> None:
         rows = [[r.partition, r.offset, bytes(r.value).decode()]
@@ -45,6 +49,8 @@ def run_stream(spark: Any, bootstrap: str, run: dict[str, Any]) -> dict[str, Any
                 tx.executemany("INSERT INTO seen VALUES (?, ?, ?)", rows)
         if run.get("fail") and rows:
             raise RuntimeError("func failed on purpose")
+        if stop_after and sum(len(b["rows"]) for b in batches) >= stop_after:
+            stream.stop()
 
     stream.foreachBatch(func).start()
     error = None

@@ -4,7 +4,8 @@ classic one (in-process), with the same runs and the same expectations.
 
 Each session kind runs, in order: a bounded run of 10 records in batches of at most 4 (SQLite
 store, results written in its transaction), a run whose func fails on its first batch
-(checkpoint store) and a run kept in the Kafka group store; then, after 3 more records in each
+(checkpoint store), a run kept in the Kafka group store and an unbounded run that func stops
+after 4 of 6 records; then, after 3 more records in each
 of the first two topics, the first two streams again (the second without failing).
 """
 
@@ -63,15 +64,20 @@ def runs(request: pytest.FixtureRequest, kafka: Any,
     kafka.produce(grouped, [f"g-{i}" for i in range(4)], partition=0)
     group_run = {"topic": grouped, "group": f"{grouped}-g",
                  "store": f"kafka://{kafka.bootstrap_servers.split(',')[0]}"}
+    endless = f"{name}-endless"
+    kafka.create_topic(endless)
+    kafka.produce(endless, [f"e-{i}" for i in range(6)], partition=0)
+    endless_run = {"topic": endless, "group": f"{endless}-g", "maxOffsetsPerTrigger": 2,
+                   "store": f"sqlite:///{folder}/endless.db", "stopAfter": 4}
     spec = {"bootstrap": kafka.bootstrap_servers,
-            "runs": [good_run, {**bad_run, "fail": True}, group_run]}
-    first, failed, in_group = _run(kind, request, spec, folder)
+            "runs": [good_run, {**bad_run, "fail": True}, group_run, endless_run]}
+    first, failed, in_group, stopped = _run(kind, request, spec, folder)
     kafka.produce(good, [f"p0-{i}" for i in range(5, 8)], partition=0)
     kafka.produce(bad, [f"b-{i}" for i in range(3, 6)], partition=0)
     spec = {"bootstrap": kafka.bootstrap_servers, "runs": [good_run, bad_run]}
     resumed, rerun = _run(kind, request, spec, folder)
     return {"first": first, "failed": failed, "resumed": resumed, "rerun": rerun,
-            "group": in_group}
+            "group": in_group, "stopped": stopped}
 
 
 def _rows(result: dict[str, Any]) -> list[list[Any]]:
@@ -138,6 +144,13 @@ def test_a_dataframe_stream_commits_to_the_kafka_group_store_after_func_returned
     assert _rows(grouped) == [[0, i, f"g-{i}"] for i in range(4)]
     assert all(b["stored"] == {} for b in grouped["batches"])  # nothing before func returned
     assert grouped["stored"] == {"0": 4}
+
+
+def test_an_unbounded_dataframe_stream_stopped_from_func_commits_that_batch_and_ends(runs):
+    stopped = runs["stopped"]
+    assert stopped["error"] is None and stopped["finished"]
+    assert _rows(stopped) == [[0, i, f"e-{i}"] for i in range(4)]  # 2 a batch, then stop()
+    assert stopped["stored"] == {"0": 4}
 
 
 @pytest.fixture
