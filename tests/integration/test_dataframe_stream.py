@@ -202,3 +202,49 @@ def test_a_dataframe_stream_refuses_a_spark_context_in_place_of_a_session(sc, ka
 
     with pytest.raises(ConfigurationError, match="spark must be a SparkSession"):
         createDataFrameStream(sc, _subscribe(kafka, unique("t")), 1.0)
+
+
+def _aged_store(kafka: Any, topic: str, group: str, path: str) -> Any:
+    """A store at offset 2 of ``topic``-0, whose records below 6 were then deleted."""
+    from dstream_kafka import OffsetRange, OffsetStores
+
+    kafka.create_topic(topic)
+    kafka.produce(topic, [f"v{i}" for i in range(10)], partition=0)
+    store = OffsetStores.sqlite(path)
+    store.commit(group, 1_000, [OffsetRange(topic, 0, 0, 2)])
+    kafka.delete_records(topic, {0: 6})
+    return store
+
+
+def test_a_dataframe_stream_whose_stored_offsets_left_retention_fails_at_start(
+        session, kafka, unique, tmp_path):
+    from dstream_kafka.errors import DataLossError
+    from dstream_kafka.sql import createDataFrameStream
+
+    topic = unique("t")
+    store = _aged_store(kafka, topic, f"{topic}-g", str(tmp_path / "o.db"))
+    stream = createDataFrameStream(session, _subscribe(kafka, topic), 0.2, offsetStore=store,
+                                   options={"endingOffsets": "latest"})
+    with pytest.raises(DataLossError):
+        stream.foreachBatch(lambda df, batch_id: None).start()
+    assert not stream.isActive
+
+
+def test_a_dataframe_stream_without_fail_on_data_loss_records_the_loss_and_reads_on(
+        session, kafka, unique, tmp_path):
+    from dstream_kafka import OffsetStores
+    from dstream_kafka.sql import createDataFrameStream
+
+    topic = unique("t")
+    group, path = f"{topic}-g", str(tmp_path / "o.db")
+    store = _aged_store(kafka, topic, group, path)
+    stream = createDataFrameStream(session, _subscribe(kafka, topic), 0.2, offsetStore=store,
+                                   failOnDataLoss=False, options={"endingOffsets": "latest"})
+    seen: list[int] = []
+    stream.foreachBatch(lambda df, batch_id: seen.extend(
+        r.offset for r in df.select("offset").collect())).start()
+    assert stream.awaitTermination(120)
+    assert sorted(seen) == [6, 7, 8, 9]
+    with OffsetStores.sqlite(path) as look:
+        assert [(d.lost_from, d.lost_until) for d in look.data_losses(group)] == [(2, 6)]
+        assert list(look.load(group, [topic]).values()) == [10]
