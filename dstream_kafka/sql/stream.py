@@ -82,12 +82,14 @@ def _trigger_options(options: StartOptions, maxOffsetsPerTrigger: int | None) ->
     max_offsets = getattr(options, "max_offsets", None)
     if callable(max_offsets):
         maxOffsetsPerTrigger = max_offsets(maxOffsetsPerTrigger)
-    for field, option in (("min_offsets_per_trigger", "minOffsetsPerTrigger"),
-                          ("min_partitions", "minPartitions")):
+    for field, option, why in (
+            ("min_offsets_per_trigger", "minOffsetsPerTrigger",
+             "every batchDuration a batch reads what there is"),
+            ("min_partitions", "minPartitions",
+             "each batch reads one Spark partition per Kafka partition")):
         if getattr(options, field, None) is not None:
             raise ConfigurationError(
-                f"option {option} is not supported by createDataFrameStream; leave it out "
-                "(each batch reads one Spark partition per Kafka partition, whatever it holds)")
+                f"option {option} is not supported by createDataFrameStream ({why}); leave it out")
     return maxOffsetsPerTrigger
 
 
