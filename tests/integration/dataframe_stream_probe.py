@@ -8,7 +8,7 @@ In a child process for Spark Connect (test_dataframe_stream_connect.py); the cla
 "stopAfter"}, ...]}``
 (``store`` a store URI); the runs go one after the other. For each it reports: per batch, the
 ``batch_id``, its rows (partition, offset, value) and what the store held while ``func`` ran;
-the store's offsets after the run; the error that stopped it (class and message), if any; with
+the store's offsets after the run; its progress records (JSON); the error that stopped it (class and message), if any; with
 ``transaction``, the rows func wrote to the SQLite store's database in ``stream.transaction``.
 Runs are bounded (``endingOffsets=latest``) except with ``stopAfter``: unbounded, func stops the
 stream once that many records were seen.
@@ -59,7 +59,8 @@ def run_stream(spark: Any, bootstrap: str, run: dict[str, Any]) -> dict[str, Any
     except Exception as exc:  # the point: which error stopped the stream
         finished, error = True, [type(exc).__name__, str(exc)]
     stream.stop()
-    out = {"batches": batches, "stored": _stored(run), "error": error, "finished": finished}
+    out = {"batches": batches, "stored": _stored(run), "error": error, "finished": finished,
+           "progress": [json.loads(p.json()) for p in stream.recentProgress]}
     if run.get("transaction"):
         import sqlite3
 

@@ -108,6 +108,14 @@ def test_a_dataframe_stream_batch_ids_are_batch_times_that_increase(runs):
     assert ids == sorted(set(ids)) and ids[0] > 1_600_000_000_000
 
 
+def test_a_dataframe_stream_records_each_batchs_progress_as_a_direct_stream_does(runs):
+    first = runs["first"]
+    progress = first["progress"]
+    assert [p["batchId"] for p in progress] == list(range(len(first["batches"])))
+    assert [p["numInputRows"] for p in progress] == [len(b["rows"]) for b in first["batches"]]
+    assert len({p["runId"] for p in progress}) == 1
+
+
 def test_a_restarted_dataframe_stream_resumes_from_the_store(runs):
     resumed = runs["resumed"]
     assert resumed["error"] is None
