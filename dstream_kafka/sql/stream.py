@@ -117,9 +117,10 @@ class KafkaDataFrameStream:
                 "consumerStrategy must come from ConsumerStrategies.Subscribe/SubscribePattern/"
                 f"Assign or subclass ConsumerStrategy, got {type(consumerStrategy).__name__}")
         if isinstance(batchDuration, bool) or not isinstance(batchDuration, (int, float)) \
-                or batchDuration <= 0:
+                or not batchDuration >= 0.001:
             raise ConfigurationError(
-                f"batchDuration must be a positive number of seconds, got {batchDuration!r}")
+                "batchDuration must be a positive number of seconds (at least 0.001), got "
+                f"{batchDuration!r}")
         if maxOffsetsPerTrigger is not None and (
                 isinstance(maxOffsetsPerTrigger, bool) or not isinstance(maxOffsetsPerTrigger, int)
                 or maxOffsetsPerTrigger <= 0):

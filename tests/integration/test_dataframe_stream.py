@@ -175,7 +175,7 @@ def _subscribe(kafka: Any, topic: str, **extra: Any) -> Any:
                                                   "group.id": f"{topic}-g", **extra})
 
 
-@pytest.mark.parametrize("duration", [0, -1, "1", True])
+@pytest.mark.parametrize("duration", [0, -1, 0.0004, float("nan"), "1", True])
 def test_a_dataframe_stream_refuses_a_batch_duration_that_is_not_a_positive_number(
         session, kafka, unique, duration):
     from dstream_kafka.errors import ConfigurationError
