@@ -47,9 +47,9 @@ if TYPE_CHECKING:
 __all__ = ["KafkaUtils"]
 
 #: What a Spark Connect user runs instead of a direct stream (docs/guide/connect.rst).
-_CONNECT_LOOP = ("KafkaUtils.createDataFrameFromOptions(spark, kafkaParams, {startingOffsets, "
-                 "endingOffsets}) in a loop of your own, storing the ranges' untilOffsets after "
-                 "each batch (see the Spark Connect guide)")
+_CONNECT_LOOP = ("dstream_kafka.sql.createDataFrameStream(spark, consumerStrategy, batchDuration)"
+                 ".foreachBatch(func), whose batch loop runs in the client (see the Spark "
+                 "Connect guide)")
 
 log = logging.getLogger(__name__)
 

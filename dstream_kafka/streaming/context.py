@@ -72,8 +72,8 @@ class StreamingContext:
     def __init__(self, sparkContext: SparkContext, batchDuration: float | None = None) -> None:
         from dstream_kafka.sql.connect import refuse_connect
 
-        refuse_connect(sparkContext, "StreamingContext", "KafkaUtils.createDataFrameFromOptions "
-                       "in a loop of your own (see the Spark Connect guide)")
+        refuse_connect(sparkContext, "StreamingContext", "dstream_kafka.sql.createDataFrameStream "
+                       "(see the Spark Connect guide)")
         if batchDuration is None:
             raise ConfigurationError("batchDuration must be given (seconds, e.g. 0.5)")
         self._sc = sparkContext

@@ -64,8 +64,8 @@ def test_create_dataframe_from_options_on_connect_reads_every_partition(probed):
 @pytest.mark.parametrize("call, instead", [
     ("createRDD", "KafkaUtils.createDataFrame"),
     ("createRDDFromOptions", "KafkaUtils.createDataFrameFromOptions"),
-    ("StreamingContext", "KafkaUtils.createDataFrameFromOptions"),
-    ("createDirectStream", "KafkaUtils.createDataFrameFromOptions"),
+    ("StreamingContext", "dstream_kafka.sql.createDataFrameStream"),
+    ("createDirectStream", "dstream_kafka.sql.createDataFrameStream"),
 ])
 def test_rdd_only_calls_on_a_connect_session_name_the_dataframe_alternative(probed, call, instead):
     name, message = probed["refused"][call]
