@@ -34,17 +34,16 @@ from dstream_kafka.plan.consumer_strategy import Assign, ConsumerStrategy
 from dstream_kafka.plan.driver_consumer import DriverConsumer
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.monitor.lag import LagMonitor, log_end_lookup
-from dstream_kafka.client.latest_offsets import PartitionsGone, any_reachable, latest_offsets
+from dstream_kafka.client.latest_offsets import any_reachable, latest_offsets
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.read.placement import LocationStrategy, PreferBrokers, locations_for
 from dstream_kafka.ui.metrics import count_data_loss
-from dstream_kafka.plan.progress import BatchProgress, ProgressTracker, describe_ranges
+from dstream_kafka.plan.progress import BatchProgress, ProgressAccessors, ProgressTracker, describe_ranges
 from dstream_kafka.plan.rate import (
     DefaultPerPartitionConfig,
     PerPartitionConfig,
     TriggerGate,
-    clamp,
-    max_offsets_per_trigger_limit,
+    batch_ends,
 )
 from dstream_kafka.plan.positions import PartitionPositions
 from dstream_kafka.plan.range_calculator import split_ranges
@@ -54,7 +53,6 @@ from dstream_kafka.stores.base import check_offset_store
 from dstream_kafka.streaming.input import InputDStream
 
 if TYPE_CHECKING:
-    import collections
     from datetime import datetime
 
     from dstream_kafka.read.kafka_rdd import KafkaRDD
@@ -101,7 +99,7 @@ class PlannedBatch(NamedTuple):
         return cls(batch_time, batch_time, [], {}, 0.0, None)
 
 
-class DirectKafkaInputDStream(InputDStream[Any]):
+class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
     """A stream of :class:`~dstream_kafka.record.ConsumerRecord` RDDs, one Kafka partition per
     Spark partition, read exactly once per batch between committed offsets.
 
@@ -274,19 +272,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         if discover:
             self._discovered = now
         self._member.paranoid_poll(discover)
-        consumer = self._driver()
-        parts = self._member.assignment()
-        self._positions.track(consumer, parts, self.offsetStore)
-        parts &= set(self.currentOffsets)  # less the deleted partitions given up
-        try:
-            latest = self._latest(sorted(parts))
-        except PartitionsGone as gone:
-            # Deleted under the stream: data loss when records were left unread (fails, or is
-            # recorded and skipped); a partition read to its end is only given up.
-            self._positions.lose(gone.partitions, self.offsetStore)
-            latest = self._latest(sorted(parts - gone.partitions))
-        self._positions.note_ends(latest)
-        return latest
+        return self._positions.latest_of(self._driver(), self._member.assignment(),
+                                         self.offsetStore, self._latest)
 
     def _latest(self, parts: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         servers = self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", "bootstrap.servers")
@@ -306,13 +293,8 @@ class DirectKafkaInputDStream(InputDStream[Any]):
         current = {tp: self.currentOffsets[tp] for tp in latest}
         rate = estimated_rate(self.rateController, self.initialRate)
         seconds = self._ssc.batch_duration or time.monotonic() - self._last_plan
-        until = clamp(latest, current, seconds, self.perPartitionConfig, rate)
-        if self.maxOffsetsPerTrigger is not None:
-            capped = max_offsets_per_trigger_limit(self.maxOffsetsPerTrigger, current, until)
-            until = {tp: min(until[tp], capped[tp]) for tp in until}
-        if self._bounded is not None:
-            until = self._bounded.limit(until, current)
-        return until
+        return batch_ends(latest, current, seconds, self.perPartitionConfig, rate,
+                          self.maxOffsetsPerTrigger, self._bounded)
 
     def _held_back(self, latest: Mapping[TopicPartition, int], now_ms: float) -> bool:
         """Whether minOffsetsPerTrigger holds this batch's new offsets back (not in a bounded
@@ -460,20 +442,6 @@ class DirectKafkaInputDStream(InputDStream[Any]):
     def on_batch_failed(self, batch_time: int, error: BaseException) -> None:
         # Nothing is committed for a failed batch; the next start re-reads it.
         self._planned.pop(batch_time, None)
-
-    @property
-    def recentProgress(self) -> collections.deque[BatchProgress]:
-        """The progress of the last 100 completed batches, oldest first."""
-        return self._progress.recent
-
-    @property
-    def lastProgress(self) -> BatchProgress | None:
-        """The progress of the most recent completed batch, or None."""
-        return self._progress.recent[-1] if self._progress.recent else None
-
-    def addProgressListener(self, listener: Callable[[BatchProgress], None]) -> None:
-        """Call ``listener(progress)`` on the scheduler thread after each completed batch."""
-        self._progress.add_listener(listener)
 
     def foreachRDD(self, func: Callable[[KafkaRDD], None] | Callable[[datetime, KafkaRDD], None]) -> None:
         """Run ``func(rdd)`` or ``func(time, rdd)`` on the driver for every batch.

@@ -12,7 +12,7 @@ recorded in the offset store and the stream goes on without it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dstream_kafka.errors import DataLossError, PartitionsRevokedError
@@ -125,6 +125,26 @@ class PartitionPositions(StartPositions):
             pending = self._first_start_pending
             self.place(consumer, store, new, first_start=pending, use_options=pending)
             self._first_start_pending = False
+
+    def latest_of(self, consumer: Any, assigned: set[TopicPartition], store: OffsetStore | None,
+                  look_up: Callable[[Sequence[TopicPartition]], dict[TopicPartition, int]],
+                  ) -> dict[TopicPartition, int]:
+        """Track ``assigned`` (:meth:`track`) and return the latest offsets ``look_up`` finds
+        for the tracked partitions; partitions deleted meanwhile are data loss (:meth:`lose`)
+        and left out."""
+        from dstream_kafka.client.latest_offsets import PartitionsGone
+
+        self.track(consumer, assigned, store)
+        parts = assigned & set(self.current)  # less the deleted partitions given up
+        try:
+            latest = look_up(sorted(parts))
+        except PartitionsGone as gone:
+            # Deleted under the stream: data loss when records were left unread (fails, or is
+            # recorded and skipped); a partition read to its end is only given up.
+            self.lose(gone.partitions, store)
+            latest = look_up(sorted(parts - gone.partitions))
+        self.note_ends(latest)
+        return latest
 
     def take_replay(self, latest: Mapping[TopicPartition, int]) -> tuple[int, dict[TopicPartition, int]] | None:
         """Return the pending batch's store time and until offsets, once; None without one.

@@ -336,6 +336,28 @@ class ProgressTracker:
                 log.exception("Progress listener %r failed", listener)
 
 
+class ProgressAccessors:
+    """Structured Streaming's progress accessors, for a stream that keeps a ``_progress``
+    :class:`ProgressTracker` (the direct stream and the DataFrame stream)."""
+
+    _progress: ProgressTracker
+
+    @property
+    def recentProgress(self) -> collections.deque[BatchProgress]:
+        """The progress of the last 100 completed batches, oldest first."""
+        return self._progress.recent
+
+    @property
+    def lastProgress(self) -> BatchProgress | None:
+        """The progress of the most recent completed batch, or None."""
+        return self._progress.recent[-1] if self._progress.recent else None
+
+    def addProgressListener(self, listener: Callable[[BatchProgress], None]) -> None:
+        """Call ``listener(progress)`` on the thread that runs the batches, after each
+        completed batch."""
+        self._progress.add_listener(listener)
+
+
 class JsonLinesWriter:
     """Appends each progress as one JSON line (UTF-8) to ``path``, flushed per batch."""
 

@@ -190,6 +190,21 @@ def max_offsets_per_trigger_limit(
     return result
 
 
+def batch_ends(latest: Mapping[K, int], current: Mapping[K, int], seconds: float,
+               per_partition: PerPartitionConfig, rate: float | None,
+               max_offsets_per_trigger: int | None, bounded: Any = None) -> dict[K, int]:
+    """A batch's end offsets: ``latest`` limited by the per-partition rates over ``seconds``
+    (:func:`clamp`), then by maxOffsetsPerTrigger, then by a bounded run's ends (``bounded``,
+    a :class:`~dstream_kafka.plan.bounded_run.BoundedRun`)."""
+    until = clamp(latest, current, seconds, per_partition, rate)
+    if max_offsets_per_trigger is not None:
+        capped = max_offsets_per_trigger_limit(max_offsets_per_trigger, current, until)
+        until = {tp: min(until[tp], capped[tp]) for tp in until}
+    if bounded is not None:
+        until = bounded.limit(until, current)
+    return until
+
+
 class TriggerGate:
     """Structured Streaming's ``minOffsetsPerTrigger`` with ``maxTriggerDelay``
     (``KafkaMicroBatchStream.delayBatch``): a batch reads new offsets only once at least

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from dstream_kafka.client.latest_offsets import PartitionsGone, any_reachable, latest_offsets
+from dstream_kafka.client.latest_offsets import any_reachable, latest_offsets
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
@@ -25,19 +25,16 @@ from dstream_kafka.plan.bounded_run import BoundedRun
 from dstream_kafka.plan.consumer_strategy import Assign, ConsumerStrategy
 from dstream_kafka.plan.driver_consumer import DriverConsumer
 from dstream_kafka.plan.positions import PartitionPositions
-from dstream_kafka.plan.progress import BatchProgress, ProgressTracker
+from dstream_kafka.plan.progress import ProgressAccessors, ProgressTracker
 from dstream_kafka.plan.rate import (
     DefaultPerPartitionConfig,
     PerPartitionConfig,
-    clamp,
-    max_offsets_per_trigger_limit,
+    batch_ends,
 )
 from dstream_kafka.plan.stream_options import StartOptions
 from dstream_kafka.stores.base import check_offset_store
 
 if TYPE_CHECKING:
-    import collections
-
     from dstream_kafka.stores.base import OffsetStore, TransactionalOffsetStore
 
 __all__ = ["KafkaDataFrameStream", "createDataFrameStream"]
@@ -93,7 +90,7 @@ def _trigger_options(options: StartOptions, maxOffsetsPerTrigger: int | None) ->
     return maxOffsetsPerTrigger
 
 
-class KafkaDataFrameStream:
+class KafkaDataFrameStream(ProgressAccessors):
     """Batches of a Kafka stream as DataFrames in Structured Streaming's Kafka schema.
 
     Every ``batchDuration`` seconds a thread of this process plans the next offset ranges,
@@ -274,20 +271,6 @@ class KafkaDataFrameStream:
         """The next offset to read per partition (moved when a batch is planned)."""
         return dict(self._positions.current)
 
-    @property
-    def recentProgress(self) -> collections.deque[BatchProgress]:
-        """The progress of the last 100 completed batches, oldest first."""
-        return self._progress.recent
-
-    @property
-    def lastProgress(self) -> BatchProgress | None:
-        """The progress of the most recent completed batch, or None."""
-        return self._progress.recent[-1] if self._progress.recent else None
-
-    def addProgressListener(self, listener: Callable[[BatchProgress], None]) -> None:
-        """Call ``listener(progress)`` on the stream's thread after each completed batch."""
-        self._progress.add_listener(listener)
-
     # ------------------------------------------------------------------ the loop
     def _loop(self) -> None:
         step = int(self.batchDuration * 1000)
@@ -359,17 +342,8 @@ class KafkaDataFrameStream:
 
     def _latest_offsets(self) -> dict[TopicPartition, int]:
         self._member.paranoid_poll()
-        consumer = self._member.get()
-        parts = self._member.assignment()
-        self._positions.track(consumer, parts, self.offsetStore)
-        parts &= set(self._positions.current)
-        try:
-            latest = self._latest(sorted(parts))
-        except PartitionsGone as gone:
-            self._positions.lose(gone.partitions, self.offsetStore)
-            latest = self._latest(sorted(parts - gone.partitions))
-        self._positions.note_ends(latest)
-        return latest
+        return self._positions.latest_of(self._member.get(), self._member.assignment(),
+                                         self.offsetStore, self._latest)
 
     def _latest(self, parts: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         servers = str(self.consumerStrategy.executorKafkaParams.get("bootstrap.servers", ""))
@@ -385,10 +359,5 @@ class KafkaDataFrameStream:
 
     def _clamp(self, latest: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         current = {tp: self._positions.current[tp] for tp in latest}
-        until = clamp(latest, current, self.batchDuration, self.perPartitionConfig, None)
-        if self.maxOffsetsPerTrigger is not None:
-            capped = max_offsets_per_trigger_limit(self.maxOffsetsPerTrigger, current, until)
-            until = {tp: min(until[tp], capped[tp]) for tp in until}
-        if self._bounded is not None:
-            until = self._bounded.limit(until, current)
-        return until
+        return batch_ends(latest, current, self.batchDuration, self.perPartitionConfig, None,
+                          self.maxOffsetsPerTrigger, self._bounded)
