@@ -132,6 +132,13 @@ class _BatchWatch(StreamingListener):
             self.monitor._processing.pop(batchCompleted.batchInfo().batch_time, None)
 
 
+def _largest(ranges: Sequence[OffsetRange]) -> tuple[str, int, int] | None:
+    """The range with the most records: its name, its records, and the batch's."""
+    largest = max(ranges, key=lambda r: r.count(), default=None)
+    return None if largest is None else (f"{largest.topic}-{largest.partition}",
+                                         largest.count(), sum(r.count() for r in ranges))
+
+
 def _now() -> int:
     return int(time.time() * 1000)
 
@@ -174,6 +181,7 @@ class LagMonitor:
         self._processing: dict[int, int] = {}
         self._capped: collections.deque[bool] = collections.deque(maxlen=WINDOW)
         self._largest: tuple[str, int, int] | None = None
+        self._task_times: tuple[tuple[str, float], ...] = ()
         self._queued = 0
         self._last_commit: int | None = None
         self._commit_since: int | None = None
@@ -207,14 +215,22 @@ class LagMonitor:
             for r in ranges:
                 self._committed.setdefault(r.topicPartition(), r.fromOffset)
             self._queued = queued
-            largest = max(ranges, key=lambda r: r.count(), default=None)
-            self._largest = None if largest is None else (
-                f"{largest.topic}-{largest.partition}", largest.count(),
-                sum(r.count() for r in ranges))
+            self._largest = _largest(ranges)
             if self.rate_cap:
                 # Spark's clamp: at most maxRatePerPartition * batch seconds per partition
                 limit = int(self.rate_cap * self.batch_ms / 1000)
                 self._capped.append(limit > 0 and any(r.count() >= limit for r in ranges))
+
+    def tasks_timed(self, times: Mapping[str, float], ranges: Iterable[OffsetRange]) -> None:
+        """A batch's jobs ended: ``times`` is the wall time in ms of each of its tasks, by
+        what it read (:meth:`~dstream_kafka.read.kafka_rdd.KafkaRDD.taskTimes`), ``ranges``
+        its ranges. A batch without records, or whose tasks were not timed (none read to its
+        end), keeps the previous batch's: the times of empty tasks tell nothing."""
+        ranges = list(ranges)
+        with self._lock:
+            if times and any(r.count() for r in ranges):
+                self._task_times = tuple(sorted((str(k), float(v)) for k, v in times.items()))
+                self._largest = _largest(ranges)
 
     def commit_started(self) -> None:
         """A batch's store commit begins (a commit that never ends is a stuck store)."""
@@ -352,7 +368,7 @@ class LagMonitor:
                 processing_batch=None if oldest is None else oldest[0],
                 queued_batches=max(self._queued - (1 if oldest else 0), 0), rate_cap=cap,
                 capped_batches=(sum(self._capped), len(self._capped)),
-                largest_task=self._largest,
+                largest_task=self._largest, task_times=self._task_times,
                 time_split=split, store=self.store)
 
     def verdict(self) -> Verdict:

@@ -26,6 +26,7 @@ the facts come from :mod:`dstream_kafka.monitor.lag`.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -70,8 +71,10 @@ class StreamFacts:
     ``processing_batch`` the start and batch time of the oldest batch still in its jobs;
     ``rate_cap`` the records/s ``maxRatePerPartition`` allows over all partitions (None: no
     cap) and ``capped_batches`` how many of the recent planned batches read a range as long as
-    the cap allows (of how many); ``largest_task`` the partition (one Spark task each) that
-    read the most records of the last planned batch, its records and the batch's; ``time_split`` the recent batches' mean ``durationMs`` entries.
+    the cap allows (of how many); ``largest_task`` the partition that read the most records
+    of the last batch, its records and the batch's; ``task_times`` the wall time (ms) of each
+    task of the last batch whose jobs ended, by what it read (read and the processing
+    pipelined after it); ``time_split`` the recent batches' mean ``durationMs`` entries.
     """
 
     now: int
@@ -87,6 +90,7 @@ class StreamFacts:
     rate_cap: float | None = None
     capped_batches: tuple[int, int] = (0, 0)
     largest_task: tuple[str, int, int] | None = None
+    task_times: tuple[tuple[str, float], ...] = ()
     time_split: Mapping[str, float] = field(default_factory=dict)
     store: str = "none"
 
@@ -174,10 +178,18 @@ def judge(facts: StreamFacts) -> Verdict:
         mean = sum(lags.values()) / len(lags)
         evidence.append(f"slowest partition {slowest} ({lags[slowest]} offsets behind, "
                         f"skew {lags[slowest] / mean:.1f}x the mean)")
+    largest = None
     if facts.largest_task is not None and facts.largest_task[1] > 0:
         name, records, total = facts.largest_task
-        evidence.append(f"largest task of the last batch: {name} with {records} of {total} "
-                        "records")
+        largest = f"{name} with {records:,} of {total:,} records"
+    if facts.task_times:
+        name, took = max(facts.task_times, key=lambda kv: kv[1])
+        median = statistics.median(ms for _, ms in facts.task_times)
+        skew = f", {took / median:.1f}x the median" if median > 0 else ""
+        evidence.append(f"slowest task of the last batch: {name} took {_seconds(took)}{skew}"
+                        + ("" if largest is None else f" (largest: {largest})"))
+    elif largest is not None:
+        evidence.append(f"largest task of the last batch: {largest}")
     capped, planned = facts.capped_batches
     if facts.rate_cap is not None and planned:
         evidence.append(f"{capped} of the last {planned} batches read as much as "

@@ -398,6 +398,8 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
         started = time.perf_counter()
         store = self.offsetStore
         if self._lag is not None:
+            if batch.rdd is not None:  # its jobs ended: each task's wall time is known
+                self._lag.tasks_timed(batch.rdd.taskTimes(), batch.ranges)
             self._lag.commit_started()
         if store is not None and not store.committed_in(self._store_group, batch.storeTime):
             store.commit(self._store_group, batch.storeTime, batch.ranges, epoch=self._store_epoch)

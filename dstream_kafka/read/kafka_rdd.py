@@ -38,7 +38,8 @@ from dstream_kafka.read.backends import CONFLUENT, check_backend
 from dstream_kafka.read.consumer_cache import CacheSettings
 from dstream_kafka.read.counters import cache_accumulator
 from dstream_kafka.read.placement import PreferConsistent, locations_for, preferred_locations_for
-from dstream_kafka.read.task import LostRanges, RangeTask, ReadSettings, partition_reader
+from dstream_kafka.read.task import (LostRanges, RangeTask, ReadSettings, partition_reader,
+                                     task_time_accumulator)
 from dstream_kafka.record import ConsumerRecord
 
 __all__ = [
@@ -194,8 +195,12 @@ class KafkaRDD(PipelinedRDD[tuple[int, str, int], ConsumerRecord]):
         source = python_rdd(self._source_jrdd, sc)
         # Ranges lost while reading come back to the driver through an accumulator.
         self._losses = None if settings.failOnDataLoss else sc.accumulator([], LostRanges())
+        # Each task's wall time comes back under the source RDD's id (known before this RDD's).
+        self._times = task_time_accumulator(sc)
+        self._times_tag = int(self._source_jrdd.id())
         reader = partition_reader(dict(kafka_config), settings, tasks,
-                                  cache_accumulator(sc), self._losses)
+                                  cache_accumulator(sc), self._losses, self._times,
+                                  self._times_tag)
         super().__init__(source, reader, True)
         self._offset_ranges = ranges
         self._settings = settings
@@ -252,6 +257,18 @@ class KafkaRDD(PipelinedRDD[tuple[int, str, int], ConsumerRecord]):
         """
         read_lost = sorted(set(self._losses.value)) if self._losses is not None else []
         return list(self._lost_ranges) + [OffsetRange(*lost) for lost in read_lost]
+
+    def taskTimes(self) -> dict[str, float]:
+        """Return the wall time in ms of each task that read its records to the end, by the
+        name of what it read (``topic-partition``, with ``split N`` for a split range): from
+        the task's start to the end of its records, the processing pipelined after the read
+        included; the longest run when several jobs read the RDD. Empty before the first job
+        ends, and once :data:`~dstream_kafka.read.task.TASK_TIMES_KEPT` newer RDDs ran."""
+        entries = list(self._times.value.get(self._times_tag, ()))
+        times: dict[str, float] = {}
+        for _, name, ms in entries:
+            times[name] = max(ms, times.get(name, 0.0))
+        return times
 
     def toDF(self, schema: Any = None, sampleRatio: float | None = None, *,
              includeHeaders: bool = False, spark: Any = None) -> Any:

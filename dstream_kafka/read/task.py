@@ -9,8 +9,10 @@ backends) to run it: never the driver side, nor :mod:`dstream_kafka.ui`.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
+import threading
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Callable, NamedTuple, cast
@@ -26,11 +28,14 @@ from dstream_kafka.read.internal_consumer import RecordsDeletedError
 from dstream_kafka.record import ConsumerRecord
 
 __all__ = [
+    "TASK_TIMES_KEPT",
     "LostRanges",
     "RangeTask",
     "ReadSettings",
+    "TaskTimes",
     "partition_reader",
     "read_range",
+    "task_time_accumulator",
 ]
 
 log = logging.getLogger(__name__)
@@ -198,7 +203,7 @@ class _ChainedReaders(itertools.chain[ConsumerRecord]):
 
 def partition_reader(
     kafka_config: Mapping[str, Any], settings: ReadSettings, ranges: Sequence[tuple[Any, ...]],
-    cache_counters: Any = None, losses: Any = None,
+    cache_counters: Any = None, losses: Any = None, task_times: Any = None, tag: int = 0,
 ) -> Callable[[int, Iterable[Any]], Iterator[ConsumerRecord]]:
     """Return the function an RDD maps its source partitions with: ``(split, elements)`` to
     the records of the ranges the elements ``(index, topic, partition)`` name.
@@ -214,11 +219,19 @@ def partition_reader(
         Where each task adds what its worker's consumer-cache counters moved by.
     losses : Accumulator, optional
         Of :class:`LostRanges`: the ranges found deleted while reading (failOnDataLoss=false).
+    task_times : Accumulator, optional
+        Of :class:`TaskTimes`: each task that reaches the end of its records adds its wall time
+        under ``tag``.
+    tag : int
+        The RDD's key in ``task_times``.
     """
     on_lost = None if losses is None else (lambda lost: losses.add([lost]))
     tasks = [RangeTask(*r) for r in ranges]  # plain 5-tuples too
+    # split ranges (minPartitions) share a topic-partition: their split tells them apart
+    seen = collections.Counter((t.topic, t.partition) for t in tasks)
 
-    def read_partition(_split: int, elements: Iterable[Any]) -> Iterator[ConsumerRecord]:
+    def read_partition(split: int, elements: Iterable[Any]) -> Iterator[ConsumerRecord]:
+        started = time.monotonic()
         before = counters_snapshot()
         # Drain the input first: a Python worker whose input was not fully read is not reused,
         # and with it would go its cached consumers. The ranges are chained in C, so each
@@ -237,6 +250,11 @@ def partition_reader(
             readers = [mover.step(), *readers, mover.step()]
         if cache_counters is not None:  # the driver's sum of executor counters
             readers.append(report_cache_counters(cache_counters, before))
+        if task_times is not None:
+            name = ",".join(f"{t.topic}-{t.partition}" + (f" split {t.split}"
+                                                          if seen[(t.topic, t.partition)] > 1 else "")
+                            for t in mine) or f"split {split}"
+            readers.append(_report_task_time(task_times, tag, split, name, started))
         return _ChainedReaders.of(readers)
 
     return read_partition
@@ -283,3 +301,46 @@ class LostRanges(AccumulatorParam):
     def addInPlace(self, value1: Any, value2: Any) -> Any:
         value1.extend(value2)
         return value1
+
+
+#: The driver keeps the task times of this many RDDs, the most recent (highest ids).
+TASK_TIMES_KEPT = 64
+
+
+class TaskTimes(AccumulatorParam):
+    """Accumulates ``{tag: [(split, name, ms), ...]}``: the wall time of each Kafka RDD task,
+    keyed by its RDD's tag (an id growing with each RDD); only the :data:`TASK_TIMES_KEPT`
+    highest tags are kept, so the driver's value stays bounded on a stream that runs for days.
+    """
+
+    def zero(self, value: Any) -> dict[int, list[tuple[int, str, float]]]:
+        return {}
+
+    def addInPlace(self, value1: Any, value2: Any) -> Any:
+        for tag, entries in value2.items():
+            value1.setdefault(tag, []).extend(entries)
+        for tag in sorted(value1)[:-TASK_TIMES_KEPT]:
+            del value1[tag]
+        return value1
+
+
+_times_lock = threading.Lock()
+_times: tuple[Any, Any] | None = None  # (SparkContext, its task-time accumulator)
+
+
+def task_time_accumulator(sc: Any) -> Any:
+    """Driver side: the :class:`TaskTimes` accumulator of ``sc`` (one per SparkContext)."""
+    global _times
+    with _times_lock:
+        if _times is None or _times[0] is not sc:
+            _times = (sc, sc.accumulator({}, TaskTimes()))
+        return _times[1]
+
+
+def _report_task_time(accumulator: Any, tag: int, split: int, name: str,
+                      started: float) -> Generator[ConsumerRecord, None, None]:
+    """A reader that yields nothing and, once reached, adds the task's wall time so far: from
+    its start to the end of its records, so the processing Spark pipelines after the read
+    (the user's ``map``) counts too."""
+    accumulator.add({tag: [(split, name, (time.monotonic() - started) * 1000.0)]})
+    yield from ()
