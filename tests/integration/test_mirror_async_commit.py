@@ -15,6 +15,7 @@ from kafka.structs import OffsetAndMetadata
 
 from dstream_kafka import OffsetStores
 from dstream_kafka.offsets import OffsetRange, TopicPartition
+from dstream_kafka.stores.mirror import _listed
 
 from support import wait_until
 
@@ -27,6 +28,10 @@ def _member(cluster: Any, group: str, topic: str) -> KafkaConsumer:
     tp = KafkaTopicPartition(topic, 0)
     consumer.assign([tp])
     consumer.commit({tp: OffsetAndMetadata(0, "", -1)})
+    # and its metadata lists the topic (a stream's consumer has polled): the mirror copies only
+    # partitions its consumer's metadata lists
+    wait_until(lambda: bool(consumer.partitions_for_topic(topic)) and _listed(consumer, TopicPartition(topic, 0)),
+               "the member's metadata to list the topic")
     return consumer
 
 
