@@ -78,8 +78,7 @@ if _prom is not None:
                       "Offsets between the last batch's until offset and the latest offset.",
                       ["stream", "topic", "partition"], registry=REGISTRY)
     COMMITTED = _prom.Gauge("dstream_kafka_committed_offset",
-                            "Next offset to read after the last committed batch (as of the lag timer's "
-                            "last sample while the timer runs).",
+                            "Next offset to read after the last committed batch.",
                             ["stream", "topic", "partition"], registry=REGISTRY)
     TOTAL_DELAY = _histogram("dstream_kafka_batch_total_delay_seconds",
                              "Scheduling delay plus processing time of a batch.")
@@ -191,11 +190,8 @@ class StreamMetrics:
         per_topic: dict[str, int] = {}
         for r in progress.ranges:
             per_topic[r.topic] = per_topic.get(r.topic, 0) + r.count()
-            if progress.lag is None:
-                # without lag samples the batch sets it; with them only the sample does, so
-                # that log end - committed = lag holds within every scrape
-                COMMITTED.labels(stream=s, topic=r.topic, partition=str(r.partition)).set(
-                    r.untilOffset)
+            COMMITTED.labels(stream=s, topic=r.topic, partition=str(r.partition)).set(
+                r.untilOffset)
         for topic, n in per_topic.items():
             RECORDS.labels(stream=s, topic=topic).inc(n)
         for tp, n in progress.offsetsBehindLatest.items():

@@ -39,17 +39,6 @@ def test_a_progress_updates_counters_gauges_and_histograms_of_its_stream() -> No
     assert _value("dstream_kafka_offset_commit_seconds_sum", stream=stream) == 0.02
 
 
-def test_while_lag_samples_run_a_batch_leaves_the_committed_gauge_to_them() -> None:
-    listener = metrics.StreamMetrics(9003, 0)
-    metrics.COMMITTED.labels(stream="9003", topic="m-t", partition="0").set(10)  # a sample's
-    progress = BatchProgress(
-        batchTime=1000, ranges=(OffsetRange("m-t", 0, 10, 15),), numRecords=5, inputRate=5.0,
-        processingRate=50.0, schedulingDelay=0, processingDelay=10, offsetsBehindLatest={},
-        planMs=1.0, commitMs=1.0, lag={"partitions": []})
-    listener(progress)
-    assert _value("dstream_kafka_committed_offset", stream="9003", topic="m-t", partition="0") == 10
-
-
 def test_data_loss_events_are_counted_per_stream() -> None:
     before = _value("dstream_kafka_data_loss_events_total", stream="9002")
     metrics.count_data_loss(9002)
