@@ -177,9 +177,8 @@ def test_a_stream_capped_below_the_production_rate_shows_lag_rising_and_names_th
     assert after["dstream_kafka_lag_offsets"] > before["dstream_kafka_lag_offsets"]
     assert after["dstream_kafka_lag_seconds"] > before["dstream_kafka_lag_seconds"]
     assert after["dstream_kafka_log_end_offset"] > before["dstream_kafka_log_end_offset"]
-    # the lag gauges are the timer's sample; the committed gauge moves with each batch since
-    assert (after["dstream_kafka_log_end_offset"] - after["dstream_kafka_committed_offset"]
-            <= after["dstream_kafka_lag_offsets"])
+    # the committed gauge moves with each batch (the lag gauges with each of the timer's samples)
+    assert after["dstream_kafka_committed_offset"] > before["dstream_kafka_committed_offset"]
     # WARN while batches keep their schedule; a loaded machine may make it STOP for a while
     assert verdict.status in ("WARN", "STOP") and "caps reading at 20.0" in verdict.cause
     offsets, seconds = _lag_on_page(dom, stream.id)
