@@ -20,7 +20,8 @@ from dstream_kafka._spark_internals import (
     worker_python,
     worker_python_imports,
 )
-from dstream_kafka.read.kafka_rdd import KafkaRDD, read_settings
+from dstream_kafka.read.kafka_rdd import KafkaRDD
+from dstream_kafka.read.settings import read_settings
 from dstream_kafka.client.offset_reader import offset_reader
 from dstream_kafka.plan.batch_options import BatchOptions, resolve_offset_ranges
 from dstream_kafka.offsets import OffsetRange, TopicPartition

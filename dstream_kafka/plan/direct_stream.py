@@ -364,7 +364,8 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
         return not self.startOptions.bounded or (self._bounded is not None and self._bounded.done)
 
     def _make_rdd(self, ranges: Sequence[OffsetRange]) -> Any:
-        from dstream_kafka.read.kafka_rdd import build_kafka_rdd, read_settings
+        from dstream_kafka.read.kafka_rdd import build_kafka_rdd
+        from dstream_kafka.read.settings import read_settings
 
         leader_lookup = self._leader_host if self.locationStrategy is PreferBrokers else None
         locations = locations_for(self._sc, self.locationStrategy, ranges, leader_lookup)

@@ -23,7 +23,7 @@ from dstream_kafka._spark_internals import live_conf
 from dstream_kafka.client.configs import ClientConfigs
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import OffsetRange
-from dstream_kafka.read.kafka_rdd import read_settings
+from dstream_kafka.read.settings import read_settings
 from dstream_kafka.read.task import RangeTask, ReadSettings
 from dstream_kafka.sql.arrow import range_batches, require_pyarrow, spark_schema
 from dstream_kafka.sql.connect import is_connect_session
@@ -100,7 +100,7 @@ def build_dataframe(
 
     ``configs`` are the Kafka parameters translated (or only their executor settings, from
     :func:`~dstream_kafka.client.kafka_params.fix_kafka_params`). ``settings`` defaults to
-    :func:`~dstream_kafka.read.kafka_rdd.read_settings` of the session's configuration with
+    :func:`~dstream_kafka.read.settings.read_settings` of the session's configuration with
     the consumer cache on. Reads skip offsets without a record
     (compaction, transaction markers, aborted records under ``read_committed``), as
     Structured Streaming's Kafka source does.
