@@ -32,7 +32,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from dstream_kafka.read.backends import LIBRDKAFKA_KEY, OffsetOutOfRange, record_decoder
+from dstream_kafka.read.backends.base import LIBRDKAFKA_KEY, OffsetOutOfRange, record_decoder
 from dstream_kafka.errors import (
     ConfigurationError,
     KafkaAuthenticationError,

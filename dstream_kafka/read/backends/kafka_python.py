@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dstream_kafka._kafka_internals import record_offset, to_record
-from dstream_kafka.read.backends import OffsetOutOfRange, record_decoder
+from dstream_kafka.read.backends.base import OffsetOutOfRange, record_decoder
 from dstream_kafka.client.kafka_params import bootstrap_failure
 from dstream_kafka.record import ConsumerRecord
 
