@@ -144,6 +144,15 @@ def _verdict_names(stream: Any, cause: str) -> Callable[[], bool]:
 
 
 @needs_chromium
+def _lag_grown_by_50(stream: Any, page: Any, topic: str, png: Path, what: str) -> tuple[Any, ...]:
+    """The metrics before and after the stream's lag grew by 50 offsets, then the page (saved
+    as ``png``) and the verdict."""
+    before = _metrics(page.url, stream.id, topic)
+    wait_until(lambda: stream.lag.latest.lagOffsets > before["dstream_kafka_lag_offsets"] + 50,
+               what=what)
+    return before, _metrics(page.url, stream.id, topic), _page(page.url, png), stream.lag.verdict()
+
+
 def test_a_stream_capped_below_the_production_rate_shows_lag_rising_and_names_the_rate_limit(
         kafka: Any, make_ssc: Any, unique: Any, lag_conf: Any, tmp_path: Path,
         caplog: pytest.LogCaptureFixture) -> None:
@@ -222,12 +231,9 @@ def test_a_store_whose_rows_are_locked_shows_lag_rising_and_names_the_stuck_stor
                             (params["group.id"],))
                 assert cur.fetchall()
             wait_until(_verdict_names(stream, "stuck store"), what="the verdict: stuck store")
-            before = _metrics(page.url, stream.id, topic)
-            wait_until(lambda: stream.lag.latest.lagOffsets > before["dstream_kafka_lag_offsets"]
-                       + 50, what="the lag to grow while the store is locked")
-            after = _metrics(page.url, stream.id, topic)
-            dom = _page(page.url, tmp_path / "lag-stuck-store.png")
-            verdict = stream.lag.verdict()
+            before, after, dom, verdict = _lag_grown_by_50(
+                stream, page, topic, tmp_path / "lag-stuck-store.png",
+                "the lag to grow while the store is locked")
             locker.rollback()
             committed = len(stream.recentProgress)
             wait_until(lambda: len(stream.recentProgress) > committed,
@@ -271,12 +277,9 @@ def test_a_batch_stuck_in_its_output_shows_lag_rising_and_names_the_stuck_spark_
             assert page is not None
             wait_until(blocked.is_set, what="a batch to block in its output")
             wait_until(_verdict_names(stream, "stuck Spark job"), what="the verdict: stuck job")
-            before = _metrics(page.url, stream.id, topic)
-            wait_until(lambda: stream.lag.latest.lagOffsets > before["dstream_kafka_lag_offsets"]
-                       + 50, what="the lag to grow while the batch is stuck")
-            after = _metrics(page.url, stream.id, topic)
-            dom = _page(page.url, tmp_path / "lag-stuck-job.png")
-            verdict = stream.lag.verdict()
+            before, after, dom, verdict = _lag_grown_by_50(
+                stream, page, topic, tmp_path / "lag-stuck-job.png",
+                "the lag to grow while the batch is stuck")
     finally:
         release.set()
         context.stop(stopSparkContext=False, stopGraceFully=False)
