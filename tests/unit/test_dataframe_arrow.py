@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 
 import pytest
@@ -48,9 +49,11 @@ def test_headers_are_null_for_a_record_without_any_and_keep_log_order():
 def test_the_arrow_schema_is_pysparks_arrow_type_of_the_spark_schema():
     from pyspark.sql.pandas.types import to_arrow_schema
 
+    # PySpark 4.0 names UTC timestamps timestamp_utc=True (its default); 4.1 on, timezone="UTC"
+    utc = {"timezone": "UTC"} if "timezone" in inspect.signature(to_arrow_schema).parameters else {}
     for headers in (False, True):
         ours = arrow_schema(headers)
-        theirs = to_arrow_schema(spark_schema(headers), timezone="UTC")
+        theirs = to_arrow_schema(spark_schema(headers), **utc)
         assert ours.equals(theirs), (ours, theirs)
 
 
