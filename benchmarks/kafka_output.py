@@ -44,9 +44,13 @@ End-to-end latency (produce time to the output's visibility) of a running stream
 against exactly-once against Structured Streaming, is not measured here: those rows come from
 the latency workload, :mod:`benchmarks.latency`.
 
-Time: filling runs at ~40k records/s (kafka-python); each dstream_kafka write of 1M records
-takes roughly 30-60 s on this 2-core machine and the Structured Streaming write ~10-20 s, so the
-full-scale command (4 rounds of 5 configurations) takes about 15-20 minutes.
+Time: measured at small scale under a CI run's load (load average 16 on 2 cores), one round of
+100k records took ~110 s (writes: kafka-python ~6-7k records/s, confluent-kafka ~17-24k,
+Structured Streaming ~5k cold), about a third of it the read_committed counts and start-up. At
+1M records a round is therefore ~8-10 min under such load, so the full-scale command (1 warm-up
++ 3 measured rounds of 5 configurations) takes about 35-40 minutes, roughly half that on a quiet
+machine. Every configuration runs in the same slot of every round (ALO before EO per backend,
+Structured Streaming last); single rounds are noisy, so read only the medians.
 """
 
 from __future__ import annotations
@@ -196,7 +200,12 @@ def _fill(cluster: Any, topic: str, records: int, partitions: int, value_bytes: 
         cluster.produce(topic, [(f"k{i}", value) for i in range(start, min(records, start + 10_000))])
 
 
-def _read_committed_count(cluster: Any, topic: str) -> int:
+def _read_committed_count(cluster: Any, topic: str, timeout: float = 600.0) -> int:
+    """Count ``topic``'s records as a ``read_committed`` reader sees them.
+
+    Stops at the end offsets or after ``timeout`` seconds without reaching them (a stuck open
+    transaction): the count so far then differs from the input's and the run fails its check.
+    """
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, group_id=None,
@@ -206,8 +215,12 @@ def _read_committed_count(cluster: Any, topic: str) -> int:
         consumer.assign(parts)
         consumer.seek_to_beginning()
         ends = consumer.end_offsets(parts)
-        count = 0
+        count, deadline = 0, time.monotonic() + timeout
         while any(consumer.position(tp) < ends[tp] for tp in parts):
+            if time.monotonic() > deadline:
+                print(f"read_committed count of {topic} stopped after {timeout:.0f} s at "
+                      f"{count} records", file=sys.stderr, flush=True)
+                break
             count += sum(len(r) for r in consumer.poll(timeout_ms=500).values())
         return count
     finally:
