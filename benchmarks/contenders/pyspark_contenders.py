@@ -1,11 +1,13 @@
 """The PySpark contenders: dstream_kafka (through :mod:`benchmarks.adapter`) and Structured Streaming.
 
 All of them run in ``local[2]`` (``*-cluster``: the harness's standalone cluster of two
-one-core workers) with the same SparkConf: the project's low-overhead settings
-(:data:`dstream_kafka.spark_settings.LOW_OVERHEAD_SETTINGS`: Unix-socket workers, frozen daemon,
-worker reuse) plus, for Structured Streaming, the Kafka connector jars via ``spark.jars``. The
-timed region starts after the SparkContext is up and a trivial Python job has started the
-workers; it includes planning, consumer creation and reading.
+one-core workers; ``*-connect``: through a Spark Connect client of a local Connect server on
+``local[2]``, see :mod:`benchmarks.connect_server`) with the same settings: the project's
+low-overhead settings (:data:`dstream_kafka.spark_settings.LOW_OVERHEAD_SETTINGS`: Unix-socket
+workers, frozen daemon, worker reuse) plus, for Structured Streaming, the Kafka connector jars
+via ``spark.jars``. The timed region starts after the SparkContext (or Connect session) is up
+and a trivial Python job has started the workers; it includes planning, consumer creation and
+reading.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from benchmarks.contenders import (
     CLUSTER_SUFFIX,
+    CONNECT_SUFFIX,
     EO_BATCH_SECONDS,
     EO_RECORDS_PER_PARTITION,
     FAST_BACKEND_CONF,
@@ -118,7 +121,7 @@ def _ss_batch(spark: Any, spec: dict[str, Any]) -> dict[str, Any]:
 
     df = _kafka_reader(spark, spec["bootstrap"], spec["topic"]["name"], False) \
         .option("endingOffsets", "latest").load()
-    name = spec["contender"]
+    name = base_name(spec["contender"])  # ss-batch-connect runs ss-batch
     if name == "ss-batch":
         return {"records": df.count()}
     if name == "ss-parquet":
@@ -435,7 +438,13 @@ def run_pyspark(spec: dict[str, Any]) -> dict[str, Any]:
     kind = spec.get("kind", workload)
     topic = spec["topic"]
     ends = {int(p): int(e) for p, e in topic["end_offsets"].items()}
-    spark, info = _session(spec, with_kafka_jars=name.startswith("ss-"))
+    server = None
+    if spec["contender"].endswith(CONNECT_SUFFIX):  # the same drains, through a Connect client
+        from benchmarks.connect_server import connect_session
+
+        server, spark, info = connect_session(spec, with_kafka_jars=name.startswith("ss-"))
+    else:
+        spark, info = _session(spec, with_kafka_jars=name.startswith("ss-"))
     workdir = tempfile.mkdtemp(prefix="bench-ss-")
     try:
         cpu0, t0 = tree_cpu_seconds(), time.perf_counter()
@@ -474,8 +483,12 @@ def run_pyspark(spec: dict[str, Any]) -> dict[str, Any]:
         seconds = time.perf_counter() - t0
         cpu = tree_cpu_seconds() - cpu0
     finally:
-        spark.stop()
-        shutil.rmtree(workdir, ignore_errors=True)  # checkpoints and stores of this run only
+        try:
+            spark.stop()
+        finally:
+            if server is not None:
+                server.stop()
+            shutil.rmtree(workdir, ignore_errors=True)  # checkpoints and stores of this run only
     result = {"records": out.pop("records"), "checksum": out.pop("checksum", None),
               "seconds": out.pop("seconds", seconds), "cpu_seconds": out.pop("cpu_seconds", cpu)}
     if "steps" in out:
