@@ -7,13 +7,13 @@ Each run starts its own server, as each classic run starts its own JVM: the test
 so the run's CPU and memory figures include it, as they include a classic run's JVM. It gets the
 settings a classic run's SparkConf gets (1 GiB driver, the project's low-overhead settings, the
 backend of a ``*-fast`` variant, the Kafka connector jars of an ``ss-*`` contender). Start-up,
-the client's session and a warm-up job that starts both Python workers come before the timed
-region.
+the client's session and the same warm-up jobs as the classic twins' (a SQL job, a
+``mapInArrow`` job that starts both Python workers) come before the timed region.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
 from benchmarks.contenders import FAST_BACKEND_CONF, is_fast
 
@@ -22,17 +22,16 @@ __all__ = ["connect_session"]
 _BACKEND = "spark.streaming.kafka.consumer.backend"
 
 
-def _identity(batches: Iterator[Any]) -> Iterator[Any]:
-    yield from batches
-
-
 def connect_session(spec: dict[str, Any], with_kafka_jars: bool) -> tuple[Any, Any, dict[str, Any]]:
     """Start a Connect server for ``spec``'s contender; return ``(server, session, info)``.
 
     The caller stops the session, then the server (:meth:`ConnectServer.stop` also removes its
-    folder). Python workers are started by a ``mapInArrow`` job before this returns.
+    folder). The session ran :func:`warm_up_dataframes` (a SQL job, a ``mapInArrow`` job that
+    starts both Python workers) before this returns, as the classic twins' sessions do.
     """
     from pyspark.sql import SparkSession
+
+    from benchmarks.contenders.pyspark_contenders import warm_up_dataframes
 
     from tests.support.connect import ConnectServer
 
@@ -52,8 +51,7 @@ def connect_session(spec: dict[str, Any], with_kafka_jars: bool) -> tuple[Any, A
         if is_fast(spec["contender"]):
             # read back from the client's session: what createDataFrame's reads will use
             info["backend"] = spark.conf.get(_BACKEND)
-        # Warm-up: start the Python daemon and both workers, as a long-running server has them.
-        spark.range(0, 4, 1, 2).mapInArrow(_identity, "id long").collect()
+        warm_up_dataframes(spark)
     except BaseException:
         server.stop()
         raise

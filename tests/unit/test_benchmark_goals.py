@@ -4,6 +4,7 @@ backend's contenders, and the monitor leaving the steady workload's producer out
 from __future__ import annotations
 
 from benchmarks.contenders import (
+    CONNECT_SUFFIX,
     CONTENDERS,
     FAST_BACKEND_CONF,
     base_name,
@@ -75,6 +76,13 @@ def test_the_drain_runs_every_dataframe_drain_on_classic_and_connect_sessions() 
                     "ss-parquet"):
         assert {classic, f"{classic}-connect"} <= drain
         assert CONTENDERS[f"{classic}-connect"].family == CONTENDERS[classic].family
+
+
+def test_every_connect_contenders_classic_twin_gets_the_same_dataframe_warm_up() -> None:
+    from benchmarks.contenders.pyspark_contenders import DATAFRAME_DRAINS
+
+    twins = {base_name(n) for n in CONTENDERS if n.endswith(CONNECT_SUFFIX)}
+    assert twins == set(DATAFRAME_DRAINS)
 
 
 def test_steady_runs_both_backends_the_cluster_deployment_and_structured_streaming() -> None:
