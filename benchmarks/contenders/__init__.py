@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 __all__ = ["Contender", "CONTENDERS", "WORKLOADS", "LATENCY_WORKLOADS", "contenders_for",
-           "FAST_BACKEND_CONF", "CLUSTER_SUFFIX", "MULTICORE_PREFIX", "base_name", "is_fast",
+           "FAST_BACKEND_CONF", "CLUSTER_SUFFIX", "CONNECT_SUFFIX", "MULTICORE_PREFIX", "base_name", "is_fast",
            "EO_BATCH_SECONDS", "EO_RECORDS_PER_PARTITION",
            "overhead_batches", "workload_kind"]
 
@@ -67,6 +67,15 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in [
               "dk-df written to Parquet (key, value, topic, partition, offset, timestamp)"),
     Contender("dk-df-parquet-fast", "dstream_kafka", ("drain",), "python",
               "dk-df-parquet with spark.streaming.kafka.consumer.backend=confluent-kafka"),
+    Contender("dk-df-connect", "dstream_kafka", ("drain",), "python",
+              "dk-df through a Spark Connect session, against a local Connect server started "
+              "from PySpark's own jars for the run (local[2], same settings)"),
+    Contender("dk-df-fast-connect", "dstream_kafka", ("drain",), "python",
+              "dk-df-connect with spark.streaming.kafka.consumer.backend=confluent-kafka"),
+    Contender("dk-df-parquet-connect", "dstream_kafka", ("drain",), "python",
+              "dk-df-parquet through a Spark Connect session"),
+    Contender("dk-df-parquet-fast-connect", "dstream_kafka", ("drain",), "python",
+              "dk-df-parquet-connect with spark.streaming.kafka.consumer.backend=confluent-kafka"),
     Contender("dk-stream", "dstream_kafka", ("drain", "json", "overhead", "steady", "exactly-once",
                                              "planning", "soak"),
               "python",
@@ -89,6 +98,11 @@ CONTENDERS: dict[str, Contender] = {c.name: c for c in [
               "Structured Streaming batch read, load().count()"),
     Contender("ss-parquet", "structured", ("drain",), "python",
               "Structured Streaming batch read written to Parquet (the rival of dk-df-parquet)"),
+    Contender("ss-batch-connect", "structured", ("drain",), "python",
+              "ss-batch through a Spark Connect session (the connector jars on the server's "
+              "class path)"),
+    Contender("ss-parquet-connect", "structured", ("drain",), "python",
+              "ss-parquet through a Spark Connect session (the rival of dk-df-parquet-connect)"),
     Contender("ss-stream", "structured", ("drain", "overhead", "steady", "exactly-once"), "python",
               "Structured Streaming availableNow + foreachBatch count, ~10 batches; overhead: "
               "processingTime trigger on the idle topic (no batch runs, durationMs per trigger); "
@@ -132,21 +146,29 @@ FAST_BACKEND_CONF = {"spark.streaming.kafka.consumer.backend": "confluent-kafka"
 
 #: Suffix of a contender that runs on the benchmark's Spark standalone cluster, not local[2].
 CLUSTER_SUFFIX = "-cluster"
+#: Suffix of a contender that runs through a Spark Connect session (a local Connect server).
+CONNECT_SUFFIX = "-connect"
+
+
+def _placed(contender: str) -> str:
+    """``contender`` without its deployment suffix (``-cluster`` or ``-connect``)."""
+    for suffix in (CLUSTER_SUFFIX, CONNECT_SUFFIX):
+        if contender.endswith(suffix):
+            return contender[:-len(suffix)]
+    return contender
 
 
 def base_name(contender: str) -> str:
     """The contender a variant runs (``dk-rdd-fast`` -> ``dk-rdd``, ``dk-stream-fast-cluster`` ->
-    ``dk-stream``)."""
-    for suffix in (CLUSTER_SUFFIX, "-fast"):
-        if contender.endswith(suffix):
-            contender = contender[:-len(suffix)]
-    return contender
+    ``dk-stream``, ``dk-df-fast-connect`` -> ``dk-df``)."""
+    name = _placed(contender)
+    return name[:-len("-fast")] if name.endswith("-fast") else name
 
 
 def is_fast(contender: str) -> bool:
-    """True for a variant on the confluent-kafka backend (``*-fast``, ``*-fast-cluster``)."""
-    name = contender[:-len(CLUSTER_SUFFIX)] if contender.endswith(CLUSTER_SUFFIX) else contender
-    return name.endswith("-fast")
+    """True for a variant on the confluent-kafka backend (``*-fast``, ``*-fast-cluster``,
+    ``*-fast-connect``)."""
+    return _placed(contender).endswith("-fast")
 
 
 #: Sub-workloads ``multicore-c<K>``: a streaming drain on one executor of K cores.

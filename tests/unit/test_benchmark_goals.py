@@ -3,7 +3,14 @@ backend's contenders, and the monitor leaving the steady workload's producer out
 
 from __future__ import annotations
 
-from benchmarks.contenders import CONTENDERS, FAST_BACKEND_CONF, base_name, contenders_for
+from benchmarks.contenders import (
+    CONNECT_SUFFIX,
+    CONTENDERS,
+    FAST_BACKEND_CONF,
+    base_name,
+    contenders_for,
+    is_fast,
+)
 from benchmarks.monitor import LOAD_GENERATOR_MARK, _is_load_generator
 from benchmarks.report import all_goals, check_partition_goals, summarize
 
@@ -53,6 +60,29 @@ def test_fast_contenders_run_their_base_contender_with_the_confluent_backend() -
     assert base_name("dk-stream-cluster") == "dk-stream"
     assert FAST_BACKEND_CONF == {"spark.streaming.kafka.consumer.backend": "confluent-kafka"}
     assert set(CONTENDERS["dk-rdd-fast"].workloads) <= set(CONTENDERS["dk-rdd"].workloads)
+
+
+def test_connect_contenders_run_their_classic_contender_on_the_same_backend() -> None:
+    assert base_name("dk-df-connect") == "dk-df" and not is_fast("dk-df-connect")
+    assert base_name("dk-df-fast-connect") == "dk-df" and is_fast("dk-df-fast-connect")
+    assert base_name("dk-df-parquet-fast-connect") == "dk-df-parquet"
+    assert base_name("ss-batch-connect") == "ss-batch" and not is_fast("ss-batch-connect")
+    assert is_fast("dk-stream-fast-cluster") and not is_fast("dk-stream-cluster")
+
+
+def test_the_drain_runs_every_dataframe_drain_on_classic_and_connect_sessions() -> None:
+    drain = {c.name for c in contenders_for("drain")}
+    for classic in ("dk-df", "dk-df-fast", "dk-df-parquet", "dk-df-parquet-fast", "ss-batch",
+                    "ss-parquet"):
+        assert {classic, f"{classic}-connect"} <= drain
+        assert CONTENDERS[f"{classic}-connect"].family == CONTENDERS[classic].family
+
+
+def test_every_connect_contenders_classic_twin_gets_the_same_dataframe_warm_up() -> None:
+    from benchmarks.contenders.pyspark_contenders import DATAFRAME_DRAINS
+
+    twins = {base_name(n) for n in CONTENDERS if n.endswith(CONNECT_SUFFIX)}
+    assert twins == set(DATAFRAME_DRAINS)
 
 
 def test_steady_runs_both_backends_the_cluster_deployment_and_structured_streaming() -> None:
