@@ -150,8 +150,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="soak: seconds between resource samples (10)")
     p.add_argument("--k2k-rates", default="1000,10000,50000",
                    help="k2k: input rates in records/s, one row each (1000,10000,50000)")
-    p.add_argument("--k2k-seconds", type=float, default=50.0,
-                   help="k2k: seconds the producer writes per row (50)")
+    p.add_argument("--k2k-seconds", type=float, default=40.0,
+                   help="k2k: seconds the producer writes per row (40)")
     p.add_argument("--k2k-warmup", type=float, default=10.0,
                    help="k2k: seconds of each row's records left out of the figures (10)")
     p.add_argument("--k2k-variants", default="",
@@ -682,7 +682,7 @@ def main(argv: list[str] | None = None) -> int:
     if "k2k" in args.workloads:
         meta["k2k"] = {"seconds": args.k2k_seconds, "warmup": args.k2k_warmup}
         described["k2k"] = (f"rates {' / '.join(f'{r:,}' for r in args.k2k_rates)} records/s on "
-                            "4 partitions, {args.k2k_seconds:g} s per row, the "
+                            f"4 partitions, {args.k2k_seconds:g} s per row, the "
                             f"first {args.k2k_warmup:g} s dropped; variants "
                             f"{','.join(args.k2k_variants)}, one process each")
     meta["workload_options"] = described

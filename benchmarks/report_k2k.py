@@ -120,12 +120,20 @@ def check_k2k_goals(summary: dict[str, dict[int, dict[str, Any]]]) -> list[dict[
         theirs = max(ss_held) if ss_held else None
         goal = {"workload": "k2k", "goal": f"{variant}: highest rate held with p99 < 1 s at least "
                                            "Structured Streaming micro-batch's",
-                "measured": f"{held or 0:,}/s against {theirs or 0:,}/s"
-                if ss_rates else "–", "met": None}
+                "measured": f"{_rate(held)} against {_rate(theirs)}" if ss_rates else "–",
+                "met": None}
         if ss_rates and mine:
             goal["met"] = (held or 0) >= (theirs or 0) and held is not None
         goals.append(goal)
     return goals
+
+
+def _rate(rate: int | None) -> str:
+    return "none" if rate is None else f"{rate:,}/s"
+
+
+def _num(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) else "?"
 
 
 def _ms(value: float | None) -> str:
@@ -141,8 +149,8 @@ def k2k_lines(variants: Sequence[dict[str, Any]], meta: dict[str, Any]) -> list[
 
     lines = ["## Workload: k2k (Kafka to Kafka end-to-end latency)", "",
              f"Per row: a fresh 4-partition input topic, a confluent-kafka producer process at the "
-             f"rate for {meta.get('seconds', '?')} s (records of the first {meta.get('warmup', '?')} s "
-             "dropped), the query copying every record to a LogAppendTime output topic. Latency = "
+             f"rate for {_num(meta.get('seconds'))} s (records of the first "
+             f"{_num(meta.get('warmup'))} s dropped), the query copying every record to a LogAppendTime output topic. Latency = "
              "output append time - input CreateTime, every record, read with read_committed. "
              "missing = produced records not out when the row's drain time ended. held = nothing "
              f"missing, produced >= {HELD_PRODUCED_FRACTION:.0%} of the rate and p99 < 1 s. "

@@ -82,6 +82,13 @@ def test_the_goals_name_each_miss() -> None:
     assert goals[2]["measured"] == "1,000/s against 10,000/s"
 
 
+def test_the_held_rate_goal_says_none_when_no_rate_was_held() -> None:
+    summary = summarize_k2k(_variants({"dk-alo": [_row("dk-alo", 1000, 900, 2000)],
+                                       "ss-pt0": [_row("ss-pt0", 1000, 900, 1500)]}))
+    goal = check_k2k_goals(summary)[2]
+    assert (goal["measured"], goal["met"]) == ("none against none", False)
+
+
 def test_the_goals_against_structured_streaming_are_not_measured_without_it() -> None:
     goals = check_k2k_goals(summarize_k2k(_variants({"dk-alo": [_row("dk-alo", 1000, 50, 90)]})))
     assert [g["met"] for g in goals] == [True, None, None]
@@ -99,6 +106,7 @@ def test_the_report_names_the_real_time_mode_anchor_and_every_row() -> None:
                                            "ss-pt0": [_row("ss-pt0", 1000, 300, 800)]}),
                                 {"seconds": 60, "warmup": 10}))
     assert "p50 69-70 ms, p99 84-85 ms" in lines and "15 cores" in lines
+    assert "for 60 s (records of the first 10 s dropped)" in lines
     assert "| dk-alo | 1,000 | 1,000 | 100 | 10 | 50 | 90 | 100 | 0 | yes |" in lines
 
 
