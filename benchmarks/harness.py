@@ -155,7 +155,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--k2k-warmup", type=float, default=10.0,
                    help="k2k: seconds of each row's records left out of the figures (10)")
     p.add_argument("--k2k-variants", default="",
-                   help="k2k: comma-separated variants of benchmarks.latency (all)")
+                   help="k2k: comma-separated variants of benchmarks.latency (dk-alo,dk-eo,"
+                        "ss-pt0,ss-pt1,ss-rtm; dk-alo-fast and dk-eo-fast on request)")
     p.add_argument("--batch-repetitions", type=int, default=1,
                    help="overhead, steady, exactly-once: measured rounds and no warm-up round "
                         "(every run drops its own warm-up batches or step and pools many "
@@ -167,7 +168,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="smoke run: 200,000 records, 1 repetition, no warm-up; overhead: outputs "
                         "count,job, 2 s (at least 5 batches) per configuration; exactly-once: 20 "
                         "batches; partitions 1,16; steady: rates 10000,50000, 8 s each; soak: "
-                        "2 minutes, 0.5 of them warm-up, a sample every 5 s "
+                        "2 minutes, 0.5 of them warm-up, a sample every 5 s; k2k: 1,000 "
+                        "records/s, 15 s a row, 5 of them dropped "
                         "(a few minutes per workload)")
     args = p.parse_args(argv)
     if args.quick:
@@ -212,13 +214,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for problem in soak_option_errors(args.soak_minutes, args.soak_rate, args.soak_interval,
                                       args.soak_warmup_minutes, args.soak_sample_seconds):
         p.error(problem)
+    from benchmarks.latency import DEFAULT_VARIANTS as K2K_DEFAULT
     from benchmarks.latency import VARIANTS as K2K_VARIANTS
 
     try:
         args.k2k_rates = [int(float(x)) for x in str(args.k2k_rates).split(",") if x]
     except ValueError as exc:
         p.error(f"--k2k-rates: {exc}")
-    args.k2k_variants = [v for v in args.k2k_variants.split(",") if v] or list(K2K_VARIANTS)
+    args.k2k_variants = [v for v in args.k2k_variants.split(",") if v] or list(K2K_DEFAULT)
     for v in args.k2k_variants:
         if v not in K2K_VARIANTS:
             p.error(f"unknown k2k variant {v!r}; choose from {', '.join(K2K_VARIANTS)}")

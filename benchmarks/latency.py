@@ -25,6 +25,9 @@ Variants:
     The same with ``guarantee="exactly-once"``: the stream reads with
     ``isolation.level=read_committed`` and keeps its offsets in its group (no offset store);
     each input partition's records and ``untilOffset`` go in one Kafka transaction.
+``dk-alo-fast`` / ``dk-eo-fast``
+    The same on the confluent-kafka backend (``spark.streaming.kafka.consumer.backend``, which
+    the output's producers follow); only when named.
 ``ss-pt0`` / ``ss-pt1``
     Structured Streaming ``readStream.format("kafka")`` -> ``writeStream.format("kafka")``,
     ``trigger(processingTime="0 seconds")`` / ``"1 second"``, at-least-once (its Kafka sink
@@ -61,7 +64,9 @@ from typing import Any, Callable, Sequence
 
 from benchmarks.steady import weighted_percentile
 
-__all__ = ["main", "run_row", "harness_run", "k2k_status", "child_argv", "latency_row", "source_ts", "VARIANTS", "HEADER"]
+__all__ = ["main", "run_row", "harness_run", "k2k_status", "child_argv", "latency_row",
+           "source_ts", "VARIANTS", "DEFAULT_VARIANTS",
+           "HEADER"]
 
 PARTITIONS = 4
 HEADER = "source-ts"
@@ -70,10 +75,14 @@ VALUE_BYTES = 100
 VARIANTS = {
     "dk-alo": "dstream_kafka, StreamingContext(sc, 0), KafkaOutput at-least-once",
     "dk-eo": "dstream_kafka, StreamingContext(sc, 0), KafkaOutput exactly-once (read_committed)",
+    "dk-alo-fast": "dk-alo on the confluent-kafka backend (consumers and output producers)",
+    "dk-eo-fast": "dk-eo on the confluent-kafka backend (consumers and output producers)",
     "ss-pt0": "Structured Streaming micro-batch, ProcessingTime(0), Kafka sink",
     "ss-pt1": "Structured Streaming micro-batch, ProcessingTime(1 s), Kafka sink",
     "ss-rtm": "Structured Streaming real-time mode, trigger(realTime), Kafka sink, local[4]",
 }
+#: Variants run when none are named: the ``-fast`` ones only on request (6 more minutes).
+DEFAULT_VARIANTS = ("dk-alo", "dk-eo", "ss-pt0", "ss-pt1", "ss-rtm")
 #: Seconds a row waits for its warm-up record to come out (Python workers, consumers, producers).
 WARMUP_LIMIT = 180.0
 
@@ -246,7 +255,7 @@ def run_row(session: Any, servers: str, variant: str, rate: int, seconds: float,
     _create_topics(servers, source, sink)
     row: dict[str, Any] = {"variant": variant, "rate": rate, "seconds": seconds, "warmup": warmup}
     if variant.startswith("dk-"):
-        batches, stop = _dk_query(session.sparkContext, servers, source, sink, variant == "dk-eo")
+        batches, stop = _dk_query(session.sparkContext, servers, source, sink, variant.startswith("dk-eo"))
     else:
         trigger = {"ss-pt0": {"processingTime": "0 seconds"}, "ss-pt1": {"processingTime": "1 second"},
                    "ss-rtm": {"realTime": "5 minutes"}}[variant]
@@ -318,6 +327,11 @@ def run_variant(servers: str, variant: str, rates: Sequence[int], seconds: float
         version, jars = sql_kafka_jars()
         extra["spark.jars"] = ",".join(str(j) for j in jars)
         info["connector"] = f"spark-sql-kafka-0-10_2.13:{version}"
+    if variant.endswith("-fast"):
+        from benchmarks.contenders import FAST_BACKEND_CONF
+
+        extra.update(FAST_BACKEND_CONF)
+        info["backend"] = "confluent-kafka"
     conf = local_spark_conf(info["master"], f"k2k-{variant}", extra)
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
     rows = []
@@ -339,8 +353,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=20.0, help="producing time per row (20)")
     p.add_argument("--warmup", type=float, default=5.0,
                    help="seconds of each row's records dropped from the figures (5)")
-    p.add_argument("--variants", default=",".join(VARIANTS),
-                   help=f"comma-separated, from {','.join(VARIANTS)} (all)")
+    p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
+                   help=f"comma-separated, from {','.join(VARIANTS)} "
+                        f"({','.join(DEFAULT_VARIANTS)})")
     p.add_argument("--bootstrap", default=None,
                    help="use this broker and run the variants in this process (as the harness "
                         "does, one variant per process); default: start a broker, one child "

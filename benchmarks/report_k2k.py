@@ -14,7 +14,7 @@ __all__ = ["k2k_variants", "summarize_k2k", "k2k_lines", "check_k2k_goals", "row
            "ANCHOR", "HELD_P99_MS"]
 
 #: Our variants (goals are evaluated for each) and Structured Streaming's micro-batch variants.
-OURS = ("dk-alo", "dk-eo")
+OURS = ("dk-alo", "dk-eo", "dk-alo-fast", "dk-eo-fast")
 SS_MICRO_BATCH = ("ss-pt0", "ss-pt1")
 #: A rate is held when every produced record came out, at >= 95 % of the rate, p99 under this.
 HELD_P99_MS = 1000.0

@@ -134,6 +134,13 @@ def test_k2k_is_opt_in_and_its_options_are_checked() -> None:
         parse_args(["--workloads", "k2k", "--k2k-variants", "dk-nope", "--out", "/tmp/unused"])
 
 
+def test_k2k_runs_the_fast_backend_variants_only_when_named() -> None:
+    args = parse_args(["--workloads", "k2k", "--out", "/tmp/unused"])
+    assert args.k2k_variants == ["dk-alo", "dk-eo", "ss-pt0", "ss-pt1", "ss-rtm"]
+    args = parse_args(["--workloads", "k2k", "--k2k-variants", "dk-eo-fast", "--out", "/tmp/unused"])
+    assert args.k2k_variants == ["dk-eo-fast"]
+
+
 def test_a_variant_process_gets_the_broker_its_rates_and_its_result_file(tmp_path: Any) -> None:
     argv = child_argv("127.0.0.1:9092", "dk-eo", [1000, 10000], 60.0, 10.0, tmp_path / "r.json")
     assert argv[1:] == ["-m", "benchmarks.latency", "--bootstrap", "127.0.0.1:9092", "--variants",
