@@ -614,7 +614,7 @@ def _run_k2k(args: argparse.Namespace, bootstrap: str, done: int) -> list[dict[s
     round (``--batch-repetitions``), all rates in it, against this run's broker."""
     from benchmarks.latency import harness_run, k2k_status
 
-    runs = []
+    runs: list[dict[str, Any]] = []
     for round_no in range(args.batch_repetitions):
         for variant in args.k2k_variants:
             rec = harness_run(args.out, bootstrap, variant, args.k2k_rates, args.k2k_seconds,

@@ -93,8 +93,9 @@ WARMUP_LIMIT = 180.0
 # Pure logic
 
 
-def source_ts(headers: Sequence[tuple[str, Any]] | None) -> int | None:
-    """The ``source-ts`` header of an output record as milliseconds, None when absent."""
+def source_ts(headers: Any) -> int | None:
+    """The ``source-ts`` header of an output record (a list of ``(key, value)`` pairs, as
+    confluent-kafka gives them) as milliseconds, None when absent."""
     for key, value in headers or ():
         if key == HEADER and value is not None:
             return int(value.decode() if isinstance(value, (bytes, bytearray)) else value)

@@ -98,8 +98,9 @@ def check_k2k_goals(summary: dict[str, dict[int, dict[str, Any]]]) -> list[dict[
     for variant in [v for v in OURS if v in summary]:
         mine = summary[variant]
         one_k = mine.get(1000)
-        goal = {"workload": "k2k", "goal": f"{variant}: p50 <= 100 ms and p99 <= 250 ms at 1,000 "
-                                           "records/s", "measured": "–", "met": None}
+        goal: dict[str, Any] = {
+            "workload": "k2k", "goal": f"{variant}: p50 <= 100 ms and p99 <= 250 ms at 1,000 "
+                                       "records/s", "measured": "–", "met": None}
         if one_k and one_k.get("p50") is not None:
             goal.update(measured=f"p50 {one_k['p50']:.0f} ms, p99 {one_k['p99']:.0f} ms",
                         met=one_k["p50"] <= 100 and one_k["p99"] <= 250)
