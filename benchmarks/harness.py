@@ -68,13 +68,14 @@ QUICK = {"records": 200_000, "repetitions": 1, "warmup": 0, "overhead_seconds": 
          "min_batches": 5, "outputs": "count,job", "eo_batches": 20, "partition_counts": "1,16",
          "rates": "10000,50000", "steady_seconds": 8.0, "planning_partitions": "1,64,1000",
          "planning_topics": 10, "planning_batches": 5}
-QUICK.update({"soak_minutes": 2.0, "soak_warmup_minutes": 0.5, "soak_sample_seconds": 5.0})
+QUICK.update({"soak_minutes": 2.0, "soak_warmup_minutes": 0.5, "soak_sample_seconds": 5.0,
+              "k2k_rates": "1000", "k2k_seconds": 15.0, "k2k_warmup": 5.0})
 #: Batches excluded at the start of every latency configuration (consumer creation, first job).
 LATENCY_WARMUP_BATCHES = 2
 #: Workloads whose runs pool many batches and drop their own warm-up: ``--batch-repetitions``.
 BATCH_WORKLOADS = ("overhead", "steady", "exactly-once", "planning", "soak")
-#: Workloads left out unless ``--workloads`` names them (the soak alone takes 30 minutes).
-OPT_IN_WORKLOADS = ("soak",)
+#: Workloads left out unless ``--workloads`` names them (the soak alone takes 30 minutes, k2k 20).
+OPT_IN_WORKLOADS = ("soak", "k2k")
 #: Steady workload: seconds of the warm-up step at the first rate that every run starts with.
 STEADY_WARMUP_SECONDS = 4.0
 
@@ -147,6 +148,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="soak: first minutes left out of the resource judgement (5)")
     p.add_argument("--soak-sample-seconds", type=float, default=10.0,
                    help="soak: seconds between resource samples (10)")
+    p.add_argument("--k2k-rates", default="1000,10000,50000",
+                   help="k2k: input rates in records/s, one row each (1000,10000,50000)")
+    p.add_argument("--k2k-seconds", type=float, default=40.0,
+                   help="k2k: seconds the producer writes per row (40)")
+    p.add_argument("--k2k-warmup", type=float, default=10.0,
+                   help="k2k: seconds of each row's records left out of the figures (10)")
+    p.add_argument("--k2k-variants", default="",
+                   help="k2k: comma-separated variants of benchmarks.latency (dk-alo,dk-eo,"
+                        "ss-pt0,ss-pt1,ss-rtm; dk-alo-fast and dk-eo-fast on request)")
     p.add_argument("--batch-repetitions", type=int, default=1,
                    help="overhead, steady, exactly-once: measured rounds and no warm-up round "
                         "(every run drops its own warm-up batches or step and pools many "
@@ -158,7 +168,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="smoke run: 200,000 records, 1 repetition, no warm-up; overhead: outputs "
                         "count,job, 2 s (at least 5 batches) per configuration; exactly-once: 20 "
                         "batches; partitions 1,16; steady: rates 10000,50000, 8 s each; soak: "
-                        "2 minutes, 0.5 of them warm-up, a sample every 5 s "
+                        "2 minutes, 0.5 of them warm-up, a sample every 5 s; k2k: 1,000 "
+                        "records/s, 15 s a row, 5 of them dropped "
                         "(a few minutes per workload)")
     args = p.parse_args(argv)
     if args.quick:
@@ -203,6 +214,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for problem in soak_option_errors(args.soak_minutes, args.soak_rate, args.soak_interval,
                                       args.soak_warmup_minutes, args.soak_sample_seconds):
         p.error(problem)
+    from benchmarks.latency import DEFAULT_VARIANTS as K2K_DEFAULT
+    from benchmarks.latency import VARIANTS as K2K_VARIANTS
+
+    try:
+        args.k2k_rates = [int(float(x)) for x in str(args.k2k_rates).split(",") if x]
+    except ValueError as exc:
+        p.error(f"--k2k-rates: {exc}")
+    args.k2k_variants = [v for v in args.k2k_variants.split(",") if v] or list(K2K_DEFAULT)
+    for v in args.k2k_variants:
+        if v not in K2K_VARIANTS:
+            p.error(f"unknown k2k variant {v!r}; choose from {', '.join(K2K_VARIANTS)}")
+    if (not args.k2k_rates or min(args.k2k_rates) <= 0 or args.k2k_seconds <= 0
+            or not 0 <= args.k2k_warmup < args.k2k_seconds):
+        p.error("--k2k-rates needs positive records/s, --k2k-seconds > 0 and "
+                "0 <= --k2k-warmup < --k2k-seconds")
     args.outputs = [o for o in args.outputs.split(",") if o]
     from benchmarks.adapter import OVERHEAD_OUTPUTS
     from benchmarks.adapter_stores import STORE_VARIANTS
@@ -583,6 +609,23 @@ def _status(rec: dict[str, Any]) -> str:
     return "; ".join(parts)[:600]
 
 
+def _run_k2k(args: argparse.Namespace, bootstrap: str, done: int) -> list[dict[str, Any]]:
+    """The ``k2k`` workload: each variant of :mod:`benchmarks.latency` in its own process per
+    round (``--batch-repetitions``), all rates in it, against this run's broker."""
+    from benchmarks.latency import harness_run, k2k_status
+
+    runs: list[dict[str, Any]] = []
+    for round_no in range(args.batch_repetitions):
+        for variant in args.k2k_variants:
+            rec = harness_run(args.out, bootstrap, variant, args.k2k_rates, args.k2k_seconds,
+                              args.k2k_warmup, round_no, done + len(runs) + 1,
+                              max(args.run_timeout, len(args.k2k_rates) * (args.k2k_seconds + 300)),
+                              _child_env())
+            runs.append(rec)
+            print(f"  [k2k r{round_no}] {variant:<22} {k2k_status(rec)}", flush=True)
+    return runs
+
+
 def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -639,6 +682,12 @@ def main(argv: list[str] | None = None) -> int:
                              f"{args.soak_interval:g} s batches, PostgreSQL store with the sink in "
                              f"its transaction; {args.soak_warmup_minutes:g} min warm-up, a sample "
                              f"every {args.soak_sample_seconds:g} s")
+    if "k2k" in args.workloads:
+        meta["k2k"] = {"seconds": args.k2k_seconds, "warmup": args.k2k_warmup}
+        described["k2k"] = (f"rates {' / '.join(f'{r:,}' for r in args.k2k_rates)} records/s on "
+                            f"4 partitions, {args.k2k_seconds:g} s per row, the "
+                            f"first {args.k2k_warmup:g} s dropped; variants "
+                            f"{','.join(args.k2k_variants)}, one process each")
     meta["workload_options"] = described
     print(f"benchmarks: writing to {args.out}", flush=True)
     runs: list[dict[str, Any]] = []
@@ -698,6 +747,8 @@ def main(argv: list[str] | None = None) -> int:
                     runs.append(rec)
                     print(f"  [{workload} r{round_no}{' warm-up' if warm else ''}] "
                           f"{contender.name:<22} {_status(rec)}", flush=True)
+        if "k2k" in args.workloads:
+            runs += _run_k2k(args, cluster.bootstrap_servers, len(runs))
     except KeyboardInterrupt:  # SIGINT or SIGTERM: report what was measured so far
         meta["interrupted"] = f"interrupted after {len(runs)} runs; the rest did not run"
         print(f"benchmarks: {meta['interrupted']}", flush=True)

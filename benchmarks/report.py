@@ -19,6 +19,7 @@ import statistics
 from typing import Any, Iterable, Sequence
 
 from benchmarks.contenders import CLUSTER_SUFFIX, MULTICORE_PREFIX
+from benchmarks.report_k2k import check_k2k_goals, k2k_lines, k2k_variants, summarize_k2k
 from benchmarks.report_multicore import check_multicore_goals, multicore_lines, summarize_multicore
 from benchmarks.report_soak import check_soak_goals, soak_lines, summarize_soak
 from benchmarks.report_steady import steady_lines, summarize_steady
@@ -92,8 +93,8 @@ GOALS = (
 #: The drain goals checked again at every partition count of the ``partitions`` workload.
 PARTITION_GOALS = tuple(g for g in GOALS if g[0] == "drain" and g[1].startswith("dk-rdd"))
 #: Workloads in report order (goal lines are grouped by it).
-WORKLOAD_ORDER = ("drain", "json", "overhead", "steady", "exactly-once", "partitions", "planning",
-                  "multicore", "soak")
+WORKLOAD_ORDER = ("drain", "json", "overhead", "steady", "k2k", "exactly-once", "partitions",
+                  "planning", "multicore", "soak")
 
 
 def median_spread(values: Sequence[float]) -> dict[str, float | int | None]:
@@ -112,7 +113,7 @@ def _measured(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _is_latency(run: dict[str, Any]) -> bool:
     """Latency, steady and soak runs have no throughput figures: they stay out of :func:`summarize`."""
-    return run.get("kind") in ("latency", "steady", "soak") or "latency" in run or "steps" in run
+    return run.get("kind") in ("latency", "steady", "soak", "k2k") or "latency" in run or "steps" in run
 
 
 def summarize(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -259,6 +260,7 @@ def markdown_report(runs: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str
         lines += _planning_lines(latency["planning"])
     lines += multicore_lines(summarize_multicore(runs))
     lines += soak_lines(summarize_soak(runs))
+    lines += k2k_lines(k2k_variants(runs), meta.get("k2k") or {})
     goals = all_goals(runs)
     if goals:
         lines += ["## Goals", "", "Checked by the harness, never asserted by a test. not measured: one "
@@ -552,7 +554,8 @@ def all_goals(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     goals = ([g for g in check_goals(summary) if g["workload"] in ran]
              + check_partition_goals(summary)
              + check_latency_goals(summarize_latency(runs)) + check_steady_state(runs)
-             + check_soak_goals(runs) + check_multicore_goals(summarize_multicore(runs)))
+             + check_soak_goals(runs) + check_multicore_goals(summarize_multicore(runs))
+             + check_k2k_goals(summarize_k2k(k2k_variants(runs))))
     return sorted(goals, key=lambda g: _workload_rank(g["workload"]))  # stable: keeps goal order
 
 

@@ -33,6 +33,10 @@ WORKLOADS = {
     "soak": "9. 30 minutes of steady input through the PostgreSQL exactly-once store: memory, fds, "
             "threads, consumers and connections after the warm-up, exactly-once at the end "
             "(only when named in --workloads)",
+    "k2k": "10. Kafka to Kafka end-to-end latency (output LogAppendTime - input CreateTime) at "
+           "1k, 10k and 50k records/s: dstream_kafka's Kafka output at-least-once and exactly-once "
+           "beside Structured Streaming micro-batch (ProcessingTime 0 and 1 s) and real-time mode; "
+           "its variants are benchmarks.latency's, not contenders (only when named in --workloads)",
 }
 
 #: Workloads whose runs report per-batch latencies (milliseconds per phase), not throughput.
