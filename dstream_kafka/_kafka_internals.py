@@ -26,6 +26,7 @@ __all__ = [
     "needs_rejoin",
     "record_offset",
     "to_record",
+    "transaction_step",
 ]
 
 #: The fields of kafka-python's ``kafka.consumer.fetcher.ConsumerRecord`` that records are
@@ -132,6 +133,28 @@ def leader_host(consumer: Any, tp: TopicPartition) -> str | None:
         return None
     broker = cluster.broker_metadata(leader)
     return None if broker is None else str(broker.host)
+
+
+def transaction_step(producer: Any, step: str, *args: Any, timeout_ms: int) -> bool:
+    """Run the transaction step ``step`` of ``producer`` and wait at most ``timeout_ms``;
+    return False when it has not completed by then.
+
+    ``step`` is a method of ``KafkaProducer._transaction_manager`` that returns a
+    ``TransactionalRequestResult``: ``send_offsets_to_transaction``, ``begin_commit`` or
+    ``begin_abort``; ``KafkaProducer._sender.wakeup()`` then sends it. The public
+    ``send_offsets_to_transaction``, ``commit_transaction`` and ``abort_transaction`` of
+    kafka-python 3.0.12 wait without a bound, and its TxnOffsetCommit never completes when
+    the group coordinator's broker dies meanwhile: the write task would hang for good.
+
+    Raises
+    ------
+    kafka.errors.KafkaError
+        The step's own error (fenced, aborted, not authorized ...).
+    """
+    manager = _internal(producer, "_transaction_manager", "KafkaProducer")
+    result = _internal(manager, step, "KafkaProducer._transaction_manager")(*args)
+    _internal(_internal(producer, "_sender", "KafkaProducer"), "wakeup", "KafkaProducer._sender")()
+    return bool(result.wait(timeout_ms=timeout_ms))
 
 
 #: ``record_offset(item)``: the offset of a record kafka-python fetched (a C-level callable,

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from dstream_kafka._kafka_internals import transaction_step
 from dstream_kafka.client.param_checks import bootstrap_failure
 from dstream_kafka.errors import KafkaWriteError
 from dstream_kafka.write.records import Message
@@ -116,16 +117,25 @@ class KafkaPythonProducer:
                      group: str) -> None:
         from kafka import OffsetAndMetadata, TopicPartition
 
-        self._producer.send_offsets_to_transaction(
-            {TopicPartition(topic, partition): OffsetAndMetadata(offset, metadata, -1)}, group)
+        self._step("send_offsets_to_transaction",
+                   {TopicPartition(topic, partition): OffsetAndMetadata(offset, metadata, -1)},
+                   group)
 
     def commit(self) -> None:
         self._producer.flush(timeout=self._settings.timeout_s)
         self._check()
-        self._producer.commit_transaction()
+        self._step("begin_commit")
 
     def abort(self) -> None:
-        self._producer.abort_transaction()
+        self._step("begin_abort")
+
+    def _step(self, step: str, *args: Any) -> None:
+        # Bounded by transaction.timeout.ms: past it the broker aborts the transaction anyway.
+        timeout_s = self._settings.timeout_s
+        if not transaction_step(self._producer, step, *args, timeout_ms=int(timeout_s * 1000)):
+            raise KafkaWriteError(
+                f"the transaction's {step} did not complete within {timeout_s:.0f} s "
+                "(transaction.timeout.ms): a broker it needs is unreachable or was lost")
 
     def committed(self, group: str, topic: str, partition: int) -> int | None:
         from kafka import KafkaConsumer, TopicPartition

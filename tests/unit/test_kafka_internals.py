@@ -95,3 +95,21 @@ def test_a_consumer_stranded_mid_rebalance_is_asked_to_rejoin(consumer) -> None:
     coordinator.state = MemberState.REBALANCING  # what kafka-python 3.0.12 can leave behind
     _kafka_internals.keep_rejoin_wanted(consumer)
     assert coordinator.rejoin_needed is True
+
+
+def test_the_bounded_transaction_steps_read_the_producers_transaction_manager() -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers="127.0.0.1:1", api_version=(2, 8),
+                             transactional_id="t", max_block_ms=100)
+    try:
+        manager = _require(producer, "_transaction_manager", "KafkaProducer")
+        for step in ("send_offsets_to_transaction", "begin_commit", "begin_abort"):
+            assert callable(_require(manager, step, "KafkaProducer._transaction_manager"))
+        sender = _require(producer, "_sender", "KafkaProducer")
+        assert callable(_require(sender, "wakeup", "KafkaProducer._sender"))
+        # No transaction was begun: the step fails at once with kafka-python's own error.
+        with pytest.raises(kafka.errors.KafkaError):
+            _kafka_internals.transaction_step(producer, "begin_commit", timeout_ms=100)
+    finally:
+        producer.close(timeout=1)
