@@ -31,8 +31,8 @@ from typing import Any, NamedTuple
 from dstream_kafka.write.producers import OutputProducer, open_producer
 from dstream_kafka.write.settings import OutputSettings
 
-__all__ = ["MAX_PRODUCERS", "ProducerKey", "acquire", "clear", "creations", "fingerprint",
-           "key_of", "release", "stats"]
+__all__ = ["MAX_PRODUCERS", "Lease", "ProducerKey", "acquire", "clear", "count", "creations",
+           "fingerprint", "key_of", "release", "stats"]
 
 log = logging.getLogger(__name__)
 
