@@ -38,6 +38,7 @@ __all__ = [
     "CONSUMER_CACHE_LOAD_FACTOR",
     "CONSUMER_CACHE_MAX_CAPACITY",
     "CONSUMER_POLL_MS",
+    "PRODUCER_CACHE_ENABLED",
     "DEFAULTS",
     "FILE_STREAM_MIN_REMEMBER",
     "GRACEFUL_STOP_TIMEOUT",
@@ -105,6 +106,9 @@ NETWORK_TIMEOUT = "spark.network.timeout"
 # dstream_kafka's own: which Python Kafka client executors and the driver use.
 CONSUMER_BACKEND = "spark.streaming.kafka.consumer.backend"
 CONSUMER_BACKENDS = ("kafka-python", "confluent-kafka")
+#: Ours: the Kafka output keeps one producer per Python worker (and input partition, for
+#: exactly-once) across tasks and batches, instead of one per task (dstream_kafka.write).
+PRODUCER_CACHE_ENABLED = "spark.streaming.kafka.producer.cache.enabled"
 
 # Progress and metrics (dstream_kafka.plan.progress, dstream_kafka.ui.metrics).
 #: File each completed batch's progress is appended to as one JSON line (unset: none).
@@ -149,6 +153,7 @@ DEFAULTS: Mapping[str, str | None] = {
     FILE_STREAM_MIN_REMEMBER: "60s",
     NETWORK_TIMEOUT: "120s",
     CONSUMER_BACKEND: "kafka-python",
+    PRODUCER_CACHE_ENABLED: "true",
     PROGRESS_JSON_PATH: None,  # unset: no progress file
     METRICS_PROMETHEUS_PORT: None,  # unset: no metrics endpoint
     UI_PORT: None,  # unset: no Streaming page
@@ -327,6 +332,11 @@ class SparkConfReader:
     def consumer_cache_enabled(self) -> bool:
         """``spark.streaming.kafka.consumer.cache.enabled`` (default true)."""
         return self.get_bool(CONSUMER_CACHE_ENABLED)
+
+    @property
+    def producer_cache_enabled(self) -> bool:
+        """``spark.streaming.kafka.producer.cache.enabled`` (default true)."""
+        return self.get_bool(PRODUCER_CACHE_ENABLED)
 
     @property
     def consumer_cache_pre_position(self) -> bool:

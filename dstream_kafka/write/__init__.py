@@ -5,7 +5,8 @@
 (``output.write(rdd)``). Its producer settings are translated and checked once, on the
 driver (:mod:`dstream_kafka.write.settings`); executors run
 :mod:`dstream_kafka.write.task` through one producer interface for both client libraries
-(:mod:`dstream_kafka.write.producers`). The guide is ``docs/guide/kafka-output.rst``.
+(:mod:`dstream_kafka.write.producers`), kept per Python worker across batches
+(:mod:`dstream_kafka.write.producer_cache`). The guide is ``docs/guide/kafka-output.rst``.
 """
 
 from dstream_kafka.write.output import KafkaOutput

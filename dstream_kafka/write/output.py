@@ -22,6 +22,7 @@ is written, what it cannot prove:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import weakref
@@ -133,7 +134,8 @@ class KafkaOutput:
                  applicationId: str | None = None) -> None:
         if backend is None:
             backend = _default_backend()
-        self.settings = OutputSettings.of(kafkaParams, topic, guarantee, backend, applicationId)
+        settings = OutputSettings.of(kafkaParams, topic, guarantee, backend, applicationId)
+        self.settings = dataclasses.replace(settings, cache=_producer_cache_enabled())
         # Refused SASL credentials fail here, in seconds, not in every task after a timeout.
         check_credentials(consumer_settings(self.settings))
         self._source: Any = None
@@ -247,8 +249,6 @@ class KafkaOutput:
 
 
 def _with_application_id(settings: OutputSettings, group: str) -> OutputSettings:
-    import dataclasses
-
     return dataclasses.replace(settings, application_id=group)
 
 
@@ -258,6 +258,14 @@ def _default_backend() -> str:
 
     sc = active_context()
     return "kafka-python" if sc is None else SparkConfReader(sc.getConf()).consumer_backend
+
+
+def _producer_cache_enabled() -> bool:
+    from dstream_kafka._spark_internals import active_context
+    from dstream_kafka.config import SparkConfReader
+
+    sc = active_context()
+    return True if sc is None else SparkConfReader(sc.getConf()).producer_cache_enabled
 
 
 def _direct_source(stream: Any) -> Any:

@@ -60,6 +60,10 @@ class OutputProducer(Protocol):
     def committed(self, group: str, topic: str, partition: int) -> int | None:
         """Return ``group``'s committed offset of ``topic``-``partition`` (stable), or None."""
 
+    def fenced(self, error: BaseException) -> bool:
+        """Whether ``error`` says another producer with this ``transactional.id`` was
+        initialised since this one (the broker's fenced or invalid-epoch error)."""
+
     def close(self) -> None:
         """Close the client (best effort)."""
 
@@ -82,6 +86,8 @@ class KafkaPythonProducer:
         if transactional_id is not None:
             config["transactional_id"] = transactional_id
         self._errors: list[BaseException] = []
+        # The committed-offset look-up's consumer, kept with the producer: (group, consumer).
+        self._group_consumer: tuple[str, Any] | None = None
         try:
             self._producer = KafkaProducer(**config)
         except Exception as exc:
@@ -140,19 +146,32 @@ class KafkaPythonProducer:
     def committed(self, group: str, topic: str, partition: int) -> int | None:
         from kafka import KafkaConsumer, TopicPartition
 
-        config = dict(consumer_settings(self._settings))
-        # read_committed: kafka-python then asks for stable offsets (a pending transactional
-        # commit is waited for, never taken as the old offset).
-        config.update(group_id=group, enable_auto_commit=False,
-                      isolation_level="read_committed", client_id=f"dstream-kafka-output-{group}")
-        consumer = KafkaConsumer(**config)
-        try:
-            found = consumer.committed(TopicPartition(topic, partition))
-        finally:
-            consumer.close(autocommit=False)
+        if self._group_consumer is None or self._group_consumer[0] != group:
+            self._close_consumer()
+            config = dict(consumer_settings(self._settings))
+            # read_committed: kafka-python then asks for stable offsets (a pending
+            # transactional commit is waited for, never taken as the old offset).
+            config.update(group_id=group, enable_auto_commit=False,
+                          isolation_level="read_committed",
+                          client_id=f"dstream-kafka-output-{group}")
+            self._group_consumer = (group, KafkaConsumer(**config))
+        found = self._group_consumer[1].committed(TopicPartition(topic, partition))
         return None if found is None else int(found)
 
+    def fenced(self, error: BaseException) -> bool:
+        from kafka.errors import InvalidProducerEpochError, ProducerFencedError
+
+        return any(isinstance(e, (ProducerFencedError, InvalidProducerEpochError))
+                   for e in _chain(error))
+
+    def _close_consumer(self) -> None:
+        if self._group_consumer is not None:
+            with contextlib.suppress(Exception):
+                self._group_consumer[1].close(autocommit=False)
+            self._group_consumer = None
+
     def close(self) -> None:
+        self._close_consumer()
         with contextlib.suppress(Exception):
             self._producer.close(timeout=self._settings.timeout_s)
 
@@ -176,6 +195,7 @@ class ConfluentProducer:
         self._fatal: Any = None
         self._producer = self._ck.Producer(conf)
         self._consumer: Any = None
+        self._consumer_group: str | None = None
 
     def _on_client_error(self, error: Any) -> None:
         if error.fatal():
@@ -222,7 +242,12 @@ class ConfluentProducer:
         self._producer.begin_transaction()
 
     def _group_consumer(self, group: str) -> Any:
+        if self._consumer is not None and self._consumer_group != group:
+            with contextlib.suppress(Exception):
+                self._consumer.close()
+            self._consumer = None
         if self._consumer is None:
+            self._consumer_group = group
             conf = {**self._client_conf, "group.id": group, "enable.auto.commit": False,
                     "isolation.level": "read_committed",
                     "logger": logging.getLogger("dstream_kafka.write.librdkafka")}
@@ -252,12 +277,33 @@ class ConfluentProducer:
                                   f"group {group} failed: {found.error}")
         return None if found.offset < 0 else int(found.offset)
 
+    def fenced(self, error: BaseException) -> bool:
+        codes = {self._ck.KafkaError._FENCED, self._ck.KafkaError.PRODUCER_FENCED,
+                 self._ck.KafkaError.INVALID_PRODUCER_EPOCH}
+        if self._fatal is not None and self._fatal.code() in codes:
+            return True
+        for e in _chain(error):
+            found = e.args[0] if isinstance(e, self._ck.KafkaException) and e.args else None
+            if found is not None and hasattr(found, "code") and found.code() in codes:
+                return True
+        return False
+
     def close(self) -> None:
         if self._consumer is not None:
             with contextlib.suppress(Exception):
                 self._consumer.close()
         with contextlib.suppress(Exception):
             self._producer.flush(0)
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """``error`` and the exceptions it was raised from."""
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
 
 
 def consumer_settings(settings: OutputSettings) -> Mapping[str, Any]:

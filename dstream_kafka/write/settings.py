@@ -82,6 +82,9 @@ class OutputSettings:
         The prefix of the transactional ids (exactly-once).
     timeout_s : float
         How long a flush or a transaction call may take before the task fails.
+    cache : bool
+        Whether write tasks keep their producer in the Python worker for the next task
+        (``spark.streaming.kafka.producer.cache.enabled``).
     """
 
     producer: dict[str, Any]
@@ -93,6 +96,7 @@ class OutputSettings:
     value_serializer: Any = None
     application_id: str | None = None
     timeout_s: float = 60.0
+    cache: bool = True
 
     @classmethod
     def of(cls, kafkaParams: Mapping[str, Any], topic: str | None, guarantee: str,

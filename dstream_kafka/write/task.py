@@ -4,11 +4,14 @@
   and flushes; the task ends only when each record is acknowledged by all in-sync replicas,
   so the batch's offsets (committed after its output) never pass an unwritten record.
 * :func:`write_exactly_once`: a transactional producer whose ``transactional.id`` belongs to
-  the input partition calls ``init_transactions`` (which fences every earlier attempt and
-  completes or aborts its transaction), checks that the group's committed offset is where the
-  range starts, writes the records, sends the range's ``untilOffset`` for the group with
-  ``send_offsets_to_transaction`` and commits: the records and the offset become visible
-  together, or neither does.
+  the input partition calls ``init_transactions`` when it is created (which fences every
+  earlier attempt and completes or aborts its transaction), checks that the group's
+  committed offset is where the range starts, sends the range's ``untilOffset`` for the
+  group with ``send_offsets_to_transaction``, writes the records and commits: the records
+  and the offset become visible together, or neither does.
+
+Both keep their producer across tasks and batches in this Python worker
+(:mod:`~dstream_kafka.write.producer_cache`) and close it when anything failed.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 
 from dstream_kafka.errors import OutputFencedError
 from dstream_kafka.offsets import OffsetRange
-from dstream_kafka.write.producers import open_producer
+from dstream_kafka.write import producer_cache
 from dstream_kafka.write.records import message_builder
 from dstream_kafka.write.settings import OutputSettings, serializer_for, transactional_id
 
@@ -37,22 +40,28 @@ def _builder(settings: OutputSettings) -> Any:
 
 
 def write_at_least_once(settings: OutputSettings, records: Iterable[Any]) -> Iterator[int]:
-    """Send ``records`` with an idempotent producer and flush; yield how many were written."""
+    """Send ``records`` with an idempotent producer and flush; yield how many were written.
+
+    The producer is this worker's cached one (:mod:`~dstream_kafka.write.producer_cache`),
+    kept for the next task when the flush succeeded and closed when anything failed.
+    """
     it = iter(records)
     first = next(it, _NOTHING)
     if first is _NOTHING:
         yield 0
         return
     build = _builder(settings)
-    producer = open_producer(settings, None)
+    lease = producer_cache.acquire(settings, None, settings.cache)
     count = 0
+    healthy = False
     try:
         for record in itertools.chain((first,), it):
-            producer.send(build(record))
+            lease.producer.send(build(record))
             count += 1
-        producer.flush()
+        lease.producer.flush()
+        healthy = True
     finally:
-        producer.close()
+        producer_cache.release(lease, healthy)
     yield count
 
 
@@ -92,41 +101,77 @@ def write_exactly_once(settings: OutputSettings, group: str, batch_time_ms: int,
         return
     build = _builder(settings)
     assert settings.application_id is not None  # set by the output for exactly-once
-    producer = open_producer(settings, transactional_id(settings.application_id, r.topic,
-                                                        r.partition))
+    txn_id = transactional_id(settings.application_id, r.topic, r.partition)
+    records_left = itertools.chain(() if first is _NOTHING else (first,), it)
+    for attempt in (0, 1):
+        lease = producer_cache.acquire(settings, txn_id, settings.cache)
+        healthy = False
+        try:
+            count = _transaction(lease, group, batch_time_ms, r, build, records_left,
+                                 replace_if_fenced=attempt == 0 and not lease.fresh)
+            healthy = True
+        except _StaleProducer:
+            # Another worker ran this partition's task since this producer's last use and
+            # its init_transactions fenced this one, before any record was taken: a new
+            # producer (whose init_transactions fences the other's) redoes the transaction.
+            producer_cache.count("fenced_replacements")
+            log.info("the cached producer of %s was fenced by another worker; replaced", txn_id)
+            continue
+        finally:
+            producer_cache.release(lease, healthy)
+        yield count
+        return
+
+
+class _StaleProducer(Exception):
+    """A cached transactional producer turned out fenced before its transaction wrote."""
+
+
+def _transaction(lease: producer_cache.Lease, group: str, batch_time_ms: int, r: OffsetRange,
+                 build: Any, records: Iterator[Any], replace_if_fenced: bool) -> int:
+    producer = lease.producer
+    if lease.fresh:
+        producer.init()
+    # Read after init_transactions (or, for a kept producer, as stable offsets, which wait
+    # for any open transaction's offsets), so no earlier attempt's transaction is pending.
+    committed = producer.committed(group, r.topic, r.partition)
+    if committed is not None and committed >= r.untilOffset and r.count():
+        # An earlier attempt (a task that died after its commit, before Spark heard of
+        # it) or another run wrote this whole range: its outputs exist, once.
+        log.warning("%s-%d [%d, %d) was already written and committed (group %s is at %d); "
+                    "skipped", r.topic, r.partition, r.fromOffset, r.untilOffset, group,
+                    committed)
+        return 0
+    if committed is not None and committed != r.fromOffset:
+        raise OutputFencedError(_fenced_message(group, r, committed))
+    producer.begin()
     count = 0
     try:
-        producer.init()
-        committed = producer.committed(group, r.topic, r.partition)
-        if committed is not None and committed >= r.untilOffset and r.count():
-            # An earlier attempt (a task that died after its commit, before Spark heard of
-            # it) or another run wrote this whole range: its outputs exist, once.
-            log.warning("%s-%d [%d, %d) was already written and committed (group %s is at %d); "
-                        "skipped", r.topic, r.partition, r.fromOffset, r.untilOffset, group,
-                        committed)
-            yield 0
-            return
-        if committed is not None and committed != r.fromOffset:
-            raise OutputFencedError(_fenced_message(group, r, committed))
-        producer.begin()
+        # The offsets go first: for a kept producer this is the transaction's first broker
+        # call, so a producer fenced since its last task fails here, before any record is
+        # taken from the task's iterator. The order inside a transaction changes nothing.
         try:
-            for record in itertools.chain(() if first is _NOTHING else (first,), it):
-                producer.send(build(record))
-                count += 1
             producer.send_offsets(r.topic, r.partition, r.untilOffset,
                                   offset_metadata(batch_time_ms, r.fromOffset), group)
-            producer.commit()
-        except BaseException:
-            try:
-                producer.abort()
-            except Exception as abort_error:  # a fenced or dead producer cannot abort
-                log.warning("aborting the transaction of %s-%d failed (%s); the next attempt's "
-                            "init_transactions or the transaction timeout aborts it",
-                            r.topic, r.partition, type(abort_error).__name__)
+        except Exception as error:
+            if replace_if_fenced and producer.fenced(error):
+                raise _StaleProducer() from error
             raise
-    finally:
-        producer.close()
-    yield count
+        for record in records:
+            producer.send(build(record))
+            count += 1
+        producer.commit()
+    except _StaleProducer:
+        raise  # a fenced producer cannot abort; its transaction never commits
+    except BaseException:
+        try:
+            producer.abort()
+        except Exception as abort_error:  # a fenced or dead producer cannot abort
+            log.warning("aborting the transaction of %s-%d failed (%s); the next attempt's "
+                        "init_transactions or the transaction timeout aborts it",
+                        r.topic, r.partition, type(abort_error).__name__)
+        raise
+    return count
 
 
 def _fenced_message(group: str, r: OffsetRange, committed: int) -> str:

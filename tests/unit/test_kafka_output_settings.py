@@ -8,6 +8,7 @@ import pytest
 
 from dstream_kafka.errors import ConfigurationError, OutputFencedError
 from dstream_kafka.offsets import OffsetRange
+from dstream_kafka.write import producer_cache
 from dstream_kafka.write import task as write_task
 from dstream_kafka.write.records import Message, message_builder
 from dstream_kafka.write.settings import OutputSettings, serializer_for, transactional_id
@@ -127,53 +128,98 @@ def test_a_java_serializer_name_admits_only_its_type_and_a_callable_must_return_
         _build(value=lambda v: 42)((None, "v"))
 
 
+class _Fenced(Exception):
+    pass
+
+
 class _FakeProducer:
-    def __init__(self, committed: int | None = None, fail_send: bool = False) -> None:
+    def __init__(self, committed: int | None = None, fail_send: bool = False,
+                 fenced: bool = False) -> None:
         self.calls: list[str] = []
         self._committed = committed
         self._fail_send = fail_send
+        self._fenced = fenced
+
+    def fenced(self, error: BaseException) -> bool:
+        return isinstance(error, _Fenced)
 
     def __getattr__(self, name: str) -> Any:
         def call(*args: Any) -> Any:
             self.calls.append(name)
             if name == "send" and self._fail_send:
                 raise RuntimeError("broker gone")
+            if name == "send_offsets" and self._fenced:
+                raise _Fenced("another producer of this transactional.id was initialised")
             return self._committed if name == "committed" else None
         return call
 
 
-def _run(monkeypatch: pytest.MonkeyPatch, producer: _FakeProducer, records: list[Any],
-         until: int = 10) -> list[int]:
-    monkeypatch.setattr(write_task, "open_producer", lambda settings, tid: producer)
+@pytest.fixture
+def no_kept_producers() -> Any:
+    producer_cache.clear()
+    yield
+    producer_cache.clear()
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, producer: _FakeProducer, records: Any,
+         until: int = 10, *more: _FakeProducer) -> list[int]:
+    opened = iter((producer, *more))
+    monkeypatch.setattr(producer_cache, "open_producer", lambda settings, tid: next(opened))
     settings = _settings(guarantee="exactly-once", application_id="app")
     return list(write_task.write_exactly_once(settings, "g", 0, OffsetRange("in", 0, 5, until),
                                               records))
 
 
-def test_a_transaction_commits_the_records_then_the_offsets(monkeypatch) -> None:
+def test_a_transaction_sends_the_offsets_and_records_then_commits_and_keeps_its_producer(
+        monkeypatch, no_kept_producers) -> None:
     producer = _FakeProducer(committed=5)
     assert _run(monkeypatch, producer, [(b"k", b"v")] * 2) == [2]
-    assert producer.calls == ["init", "committed", "begin", "send", "send", "send_offsets",
-                              "commit", "close"]
+    assert producer.calls == ["init", "committed", "begin", "send_offsets", "send", "send",
+                              "commit"]
+    assert _run(monkeypatch, producer, [(b"k", b"v")]) == [1]
+    assert producer.calls[7:] == ["committed", "begin", "send_offsets", "send", "commit"]
 
 
-def test_a_failed_send_aborts_the_transaction_and_fails_the_task(monkeypatch) -> None:
+def test_a_kept_producer_fenced_before_writing_is_replaced_and_the_transaction_redone(
+        monkeypatch, no_kept_producers) -> None:
+    kept = _FakeProducer(committed=5)
+    assert _run(monkeypatch, kept, [(b"k", b"v")]) == [1]
+    kept._fenced = True
+    new = _FakeProducer(committed=5)
+    records = iter([(b"k", b"v")] * 3)  # a task's iterator: it can be read once
+    assert _run(monkeypatch, new, records) == [3]  # the cache still holds ``kept``
+    assert kept.calls[6:] == ["committed", "begin", "send_offsets", "close"]
+    assert new.calls == ["init", "committed", "begin", "send_offsets", "send", "send", "send",
+                         "commit"]
+
+
+def test_a_new_producer_found_fenced_fails_the_task_without_a_retry(
+        monkeypatch, no_kept_producers) -> None:
+    producer = _FakeProducer(committed=5, fenced=True)
+    with pytest.raises(_Fenced):
+        _run(monkeypatch, producer, [(b"k", b"v")])
+    assert producer.calls.count("init") == 1 and producer.calls[-2:] == ["abort", "close"]
+
+
+def test_a_failed_send_aborts_the_transaction_closes_the_producer_and_fails_the_task(
+        monkeypatch, no_kept_producers) -> None:
     producer = _FakeProducer(fail_send=True)
     with pytest.raises(RuntimeError, match="broker gone"):
         _run(monkeypatch, producer, [(b"k", b"v")])
-    assert "abort" in producer.calls and "commit" not in producer.calls
+    assert producer.calls[-2:] == ["abort", "close"] and "commit" not in producer.calls
 
 
 @pytest.mark.parametrize("committed, why", [(7, "inside this range"), (3, "behind")])
-def test_a_group_not_at_the_range_start_is_refused_before_writing(monkeypatch, committed: int,
-                                                                  why: str) -> None:
+def test_a_group_not_at_the_range_start_is_refused_before_writing(
+        monkeypatch, no_kept_producers, committed: int, why: str) -> None:
     producer = _FakeProducer(committed=committed)
     with pytest.raises(OutputFencedError, match=why):
         _run(monkeypatch, producer, [(b"k", b"v")])
     assert "send" not in producer.calls and "begin" not in producer.calls
 
 
-def test_an_empty_range_without_records_opens_no_producer(monkeypatch) -> None:
+def test_an_empty_range_without_records_opens_no_producer(monkeypatch,
+                                                         no_kept_producers) -> None:
     producer = _FakeProducer()
     assert _run(monkeypatch, producer, [], until=5) == [0]
     assert producer.calls == []
@@ -204,7 +250,7 @@ def test_an_exactly_once_rdd_write_needs_its_kafka_rdd_and_group() -> None:
 
 @pytest.mark.parametrize("committed", [10, 12])
 def test_a_range_the_group_has_passed_is_skipped_because_an_earlier_attempt_wrote_it(
-        monkeypatch, committed: int) -> None:
+        monkeypatch, no_kept_producers, committed: int) -> None:
     producer = _FakeProducer(committed=committed)
     assert _run(monkeypatch, producer, [(b"k", b"v")]) == [0]
-    assert producer.calls == ["init", "committed", "close"]
+    assert producer.calls == ["init", "committed"]  # kept for the next batch
