@@ -25,6 +25,12 @@ __all__ = ["ConfluentProducer", "KafkaPythonProducer", "OutputProducer", "open_p
 
 log = logging.getLogger(__name__)
 
+#: kafka-python's retry backoff (ms) for a transactional producer and its committed-offset
+#: look-up, unless the user set ``retry.backoff.ms``: its default of 100 ms is paid once per
+#: batch, as the broker is still finishing the previous batch's transaction (the Java client
+#: retries that case after 20 ms).
+TRANSACTION_RETRY_BACKOFF_MS = 20
+
 # librdkafka producer properties a consumer (the offsets look-up) does not take.
 _RDK_PRODUCER_ONLY = ("acks", "enable.idempotence", "partitioner", "linger.ms", "batch.size",
                       "compression.type", "delivery.timeout.ms", "transaction.timeout.ms",
@@ -85,6 +91,9 @@ class KafkaPythonProducer:
         config = dict(settings.producer)
         if transactional_id is not None:
             config["transactional_id"] = transactional_id
+            # The first request of a batch's transaction meets the previous one's markers
+            # still being written (CONCURRENT_TRANSACTIONS): 100 ms of backoff per batch.
+            config.setdefault("retry_backoff_ms", TRANSACTION_RETRY_BACKOFF_MS)
         self._errors: list[BaseException] = []
         # The committed-offset look-up's consumer, kept with the producer: (group, consumer).
         self._group_consumer: tuple[str, Any] | None = None
@@ -154,6 +163,8 @@ class KafkaPythonProducer:
             config.update(group_id=group, enable_auto_commit=False,
                           isolation_level="read_committed",
                           client_id=f"dstream-kafka-output-{group}")
+            # the same for stable offsets while the last commit completes (UNSTABLE_OFFSET_COMMIT)
+            config.setdefault("retry_backoff_ms", TRANSACTION_RETRY_BACKOFF_MS)
             self._group_consumer = (group, KafkaConsumer(**config))
         found = self._group_consumer[1].committed(TopicPartition(topic, partition))
         return None if found is None else int(found)

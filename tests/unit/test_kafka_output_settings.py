@@ -254,3 +254,25 @@ def test_a_range_the_group_has_passed_is_skipped_because_an_earlier_attempt_wrot
     producer = _FakeProducer(committed=committed)
     assert _run(monkeypatch, producer, [(b"k", b"v")]) == [0]
     assert producer.calls == ["init", "committed"]  # kept for the next batch
+
+
+@pytest.mark.parametrize("params, expected", [({}, 20), ({"retry.backoff.ms": "250"}, 250)])
+def test_a_kafka_python_transactional_producer_retries_after_20_ms_unless_the_user_says(
+        monkeypatch, params: dict[str, Any], expected: int) -> None:
+    import kafka
+
+    from dstream_kafka.write.producers import KafkaPythonProducer
+
+    made: list[dict[str, Any]] = []
+
+    class Recorder:  # takes the config, connects to nothing
+        DEFAULT_CONFIG = kafka.KafkaProducer.DEFAULT_CONFIG
+
+        def __init__(self, **config: Any) -> None:
+            made.append(config)
+
+    monkeypatch.setattr(kafka, "KafkaProducer", Recorder)
+    KafkaPythonProducer(_settings(params, guarantee="exactly-once"), "app-in-0")
+    KafkaPythonProducer(_settings(params), None)
+    assert made[0]["retry_backoff_ms"] == expected
+    assert made[1].get("retry_backoff_ms") == (None if not params else expected)
