@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 #: retries that case after 20 ms).
 TRANSACTION_RETRY_BACKOFF_MS = 20
 
+#: librdkafka's names (``KafkaError.name()``) of the errors of a fenced transactional producer.
+_FENCED_ERRORS = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
+
 # librdkafka producer properties a consumer (the offsets look-up) does not take.
 _RDK_PRODUCER_ONLY = ("acks", "enable.idempotence", "partitioner", "linger.ms", "batch.size",
                       "compression.type", "delivery.timeout.ms", "transaction.timeout.ms",
@@ -289,13 +292,11 @@ class ConfluentProducer:
         return None if found.offset < 0 else int(found.offset)
 
     def fenced(self, error: BaseException) -> bool:
-        codes = {self._ck.KafkaError._FENCED, self._ck.KafkaError.PRODUCER_FENCED,
-                 self._ck.KafkaError.INVALID_PRODUCER_EPOCH}
-        if self._fatal is not None and self._fatal.code() in codes:
+        if self._fatal is not None and self._fatal.name() in _FENCED_ERRORS:
             return True
         for e in _chain(error):
             found = e.args[0] if isinstance(e, self._ck.KafkaException) and e.args else None
-            if found is not None and hasattr(found, "code") and found.code() in codes:
+            if found is not None and hasattr(found, "name") and found.name() in _FENCED_ERRORS:
                 return True
         return False
 

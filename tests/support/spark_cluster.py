@@ -199,7 +199,7 @@ class SparkStandaloneCluster(LocalService):
     def alive_workers(self) -> int:
         try:
             return sum(1 for w in self.state().get("workers", []) if w.get("state") == "ALIVE")
-        except OSError:
+        except (OSError, ValueError):  # not up yet, or (a loaded master) an empty or cut body
             return 0
 
     def stop(self) -> None:
