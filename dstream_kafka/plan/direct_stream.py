@@ -197,6 +197,14 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
                                       conf.assignment_timeout_ms / 1000.0, self._stopping,
                                       lambda: self.currentOffsets, lambda: self.offsetStore,
                                       subscribes=not isinstance(consumerStrategy, Assign))
+        #: Called with the assigned partitions before the start offsets are read.
+        self._start_hooks: list[Callable[[set[TopicPartition]], None]] = []
+
+    def add_start_hook(self, hook: Callable[[set[TopicPartition]], None]) -> None:
+        """Call ``hook(partitions)`` at each start, once this driver holds its partitions and
+        before their start offsets are read (an exactly-once output ends the open
+        transactions of a crashed run there, whose pending offsets would hold the read)."""
+        self._start_hooks.append(hook)
 
     @property
     def name(self) -> str:
@@ -235,6 +243,8 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
             stored = self._positions.load(self.offsetStore)
             consumer = self._driver()
             self._member.paranoid_poll()
+            for hook in self._start_hooks:
+                hook(self._member.assignment())
             self._positions.start(consumer, self.offsetStore, stored, self._member.assignment())
             if self.startOptions.bounded:
                 self._bounded = BoundedRun(self.startOptions.ends(consumer, self.currentOffsets))

@@ -80,6 +80,15 @@ def _no_answer(what: str, timeout_ms: int) -> BrokerTimeoutError:
         f"(kafkaParams['{API_TIMEOUT_KEY}'] sets this bound)")
 
 
+def _unstable(tp: TopicPartition, group: str | None, timeout_ms: int) -> BrokerTimeoutError:
+    return BrokerTimeoutError(
+        f"The committed offset of group {group!r} for {tp.topic}-{tp.partition} could not be "
+        f"read within {timeout_ms / 1000:g} s: a transaction that sent offsets for it is still "
+        "open (read_committed reads only stable offsets). It ends when the producer that opened "
+        "it commits or aborts, when its transaction.timeout.ms passes, or at once when a "
+        "producer with the same transactional.id initialises; start again then")
+
+
 def _keeps_group_offsets(store: OffsetStore) -> bool:
     """Whether ``store`` keeps its offsets as the Kafka group's committed offsets."""
     from dstream_kafka.stores.kafka_group import KafkaGroupOffsetStore
@@ -361,12 +370,15 @@ class StartPositions:
             # The consumer's position would be the group's committed offset when it has one.
             return self._reset_offset(consumer, tp, reset), f"auto.offset.reset={reset}"
         try:
-            position = int(consumer.position(ktp, timeout_ms=self.api_timeout_ms))
+            found = consumer.position(ktp, timeout_ms=self.api_timeout_ms)
         except KafkaTimeoutError as exc:
             raise _no_answer(f"the starting position of {tp.topic}-{tp.partition}",
                              self.api_timeout_ms) from exc
         except Exception as exc:  # kafka-python's NoOffsetForPartitionError and its kin
             raise _no_reset(tp) from exc
+        if found is None:  # kafka-python's answer when the committed offset stayed unreadable
+            raise _unstable(tp, self.group_id, self.api_timeout_ms)
+        position = int(found)
         # The position is the committed offset when there is one; ask only to log the origin.
         if self._committed(consumer, tp) is not None:
             return position, f"the committed offset of group {self.group_id}"

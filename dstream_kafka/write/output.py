@@ -33,8 +33,8 @@ from typing import Any
 from dstream_kafka.client.security import check_credentials
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import OffsetRange
-from dstream_kafka.write.producers import consumer_settings
-from dstream_kafka.write.settings import AT_LEAST_ONCE, EXACTLY_ONCE, OutputSettings
+from dstream_kafka.write.producers import consumer_settings, open_producer
+from dstream_kafka.write.settings import AT_LEAST_ONCE, EXACTLY_ONCE, OutputSettings, transactional_id
 from dstream_kafka.write.task import write_at_least_once, write_exactly_once
 
 __all__ = ["KafkaOutput", "check_narrow_lineage"]
@@ -172,7 +172,27 @@ class KafkaOutput:
             _check_same_cluster(self.settings, source)
             _exactly_once_sources.add(source)
             self._source = source
+            source.add_start_hook(self._end_open_transactions)
         stream.foreachRDD(self._write_batch)
+
+    def _end_open_transactions(self, partitions: set[Any]) -> None:
+        """Initialise the transactional id of every input partition on the driver, once.
+
+        A run killed mid-transaction leaves that transaction open, and with it the group's
+        pending offsets, until ``transaction.timeout.ms`` passes: the restarted stream's read
+        of its start offsets (stable offsets, read_committed) would wait for them, a minute by
+        default. ``init_transactions`` with the same id aborts the transaction at once, as it
+        fences a retried task's earlier attempt.
+        """
+        assert self._group is not None
+        application = self.settings.application_id or self._group  # as the write tasks name it
+        for tp in sorted(partitions, key=lambda tp: (tp.topic, tp.partition)):
+            producer = open_producer(self.settings,
+                                     transactional_id(application, tp.topic, tp.partition))
+            try:
+                producer.init()
+            finally:
+                producer.close()
 
     def __call__(self, time: datetime, rdd: Any) -> None:
         """``stream.foreachRDD(output)``: at-least-once only (use :meth:`writeStream`)."""

@@ -133,6 +133,59 @@ def test_a_restarted_exactly_once_stream_resumes_at_the_offsets_its_transactions
     assert sorted(_read(kafka, target)) == sorted(expected)
 
 
+def _killed_run(kafka: Any, unique: Any, n: int) -> tuple[str, str, str, Any]:
+    """An input of ``n`` records, an output topic, and the producer of a run killed
+    mid-transaction: a record and the group's offset of the input's partition 0 sent, never
+    committed; its transaction stays open for 10 minutes. Returns (source, target, group,
+    producer)."""
+    from kafka.structs import OffsetAndMetadata
+
+    source, target, group = unique("in"), unique("out"), unique("g")
+    kafka.create_topic(source)
+    kafka.create_topic(target)
+    kafka.produce(source, _values(n))
+    killed = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers,
+                           transactional_id=f"{group}-{source}-0", transaction_timeout_ms=600_000)
+    killed.init_transactions()
+    killed.begin_transaction()
+    killed.send(target, key=b"k0", value=b"from the killed run").get(timeout=30)
+    killed.send_offsets_to_transaction({TopicPartition(source, 0): OffsetAndMetadata(5, "", -1)},
+                                       group)
+    return source, target, group, killed
+
+
+def test_a_stream_restarted_after_a_kill_mid_transaction_ends_the_open_transaction_at_start(
+        kafka, make_ssc, unique):
+    source, target, group, killed = _killed_run(kafka, unique, 10)
+    try:
+        ssc = make_ssc(BATCH)
+        KafkaOutput({"bootstrap.servers": kafka.bootstrap_servers}, topic=target,
+                    guarantee="exactly-once").writeStream(
+            _direct(ssc, kafka, source, group).map(lambda r: (r.key, r.value)))
+        _run_until(ssc, lambda: _committed(kafka, group, source) == {0: 10},
+                   "the group's offset at the input's end")
+        assert sorted(_read(kafka, target)) == sorted(
+            (k.encode(), v.encode()) for k, v in _values(10))
+    finally:
+        killed.close(timeout=0)
+
+
+def test_a_start_held_by_another_open_transaction_says_so_instead_of_naming_the_reset(
+        kafka, make_ssc, unique):
+    from dstream_kafka.errors import BrokerTimeoutError
+
+    source, target, group, killed = _killed_run(kafka, unique, 3)
+    try:
+        ssc = make_ssc(BATCH)  # no exactly-once output here: nothing ends that transaction
+        _direct(ssc, kafka, source, group, **{"default.api.timeout.ms": 3000}).count().pprint()
+        with pytest.raises(BrokerTimeoutError, match="a transaction that sent offsets for it is "
+                                                     "still open"):
+            ssc.start()
+        ssc.stop(stopSparkContext=False)
+    finally:
+        killed.close(timeout=0)
+
+
 def _written_input(kafka: Any, sc: Any, unique: Any, n: int) -> tuple[str, str, str, Any]:
     """A one-partition input topic of ``n`` records, its KafkaRDD, an empty output topic."""
     source, target, group = unique("in"), unique("out"), unique("g")
