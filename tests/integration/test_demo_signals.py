@@ -118,6 +118,14 @@ def run_demo(tmp_path: Path) -> Iterator[Callable[..., Demo]]:
         demo.kill()
 
 
+def _without_daemon_broken_pipe(err: str) -> str:
+    """``err`` without PySpark's own daemon traceback of a worker that the group's SIGTERM
+    caught mid-flush (``pyspark/daemon.py`` ... ``BrokenPipeError``): PySpark prints it, not
+    the demo, when the JVM closes the worker's socket first."""
+    return re.sub(r"Traceback \(most recent call last\):\n(?:  .*\n)*?  File \"[^\"]*pyspark/daemon\.py\""
+                  r"(?:.*\n)*?BrokenPipeError: \[Errno 32\] Broken pipe\n?", "", err)
+
+
 @pytest.mark.slow
 def test_a_sigtermed_demo_commits_its_batch_exits_0_with_one_line_and_stops_its_broker(
         run_demo: Callable[..., Demo], tmp_path: Path) -> None:
@@ -128,7 +136,8 @@ def test_a_sigtermed_demo_commits_its_batch_exits_0_with_one_line_and_stops_its_
     demo.terminate_group()
     rest, err = demo.finish()
     assert demo.process.returncode == 0, err
-    assert not any(word in err for word in ("Traceback", "Error", "ERROR", "refused")), err
+    assert not any(word in _without_daemon_broken_pipe(err)
+                   for word in ("Traceback", "Error", "ERROR", "refused")), err
     stops = [line for line in rest if "stopping" in line.lower()]
     assert stops == ["SIGTERM received: stopping gracefully (finishing the running batch) ..."]
     others = [line for line in rest if not line.startswith("batch ") and line not in stops]
