@@ -185,10 +185,11 @@ class KafkaOutput:
         fences a retried task's earlier attempt.
         """
         assert self._group is not None
-        application = self.settings.application_id or self._group  # as the write tasks name it
+        settings = _with_application_id(self.settings, self._group)  # as the write tasks have it
+        assert settings.application_id is not None
         for tp in sorted(partitions, key=lambda tp: (tp.topic, tp.partition)):
-            producer = open_producer(self.settings,
-                                     transactional_id(application, tp.topic, tp.partition))
+            producer = open_producer(
+                settings, transactional_id(settings.application_id, tp.topic, tp.partition))
             try:
                 producer.init()
             finally:
@@ -255,9 +256,7 @@ class KafkaOutput:
     def _write_transactions(self, rdd: Any, source: Any, group: str, batch_ms: int) -> int:
         check_narrow_lineage(rdd, source)
         ranges: list[OffsetRange] = source.offsetRanges()
-        settings = self.settings
-        if settings.application_id is None:
-            settings = _with_application_id(settings, group)
+        settings = _with_application_id(self.settings, group)
 
         def write(index: int, records: Any) -> Any:
             return write_exactly_once(settings, group, batch_ms, ranges[index], records)
@@ -269,6 +268,10 @@ class KafkaOutput:
 
 
 def _with_application_id(settings: OutputSettings, group: str) -> OutputSettings:
+    """``settings`` whose transactional ids derive from ``group`` unless an application id
+    was given: what the write tasks and the start's fencing both use."""
+    if settings.application_id is not None:
+        return settings
     return dataclasses.replace(settings, application_id=group)
 
 
