@@ -145,7 +145,8 @@ def _killed_run(kafka: Any, unique: Any, n: int) -> tuple[str, str, str, Any]:
     kafka.create_topic(target)
     kafka.produce(source, _values(n))
     killed = KafkaProducer(bootstrap_servers=kafka.bootstrap_servers,
-                           transactional_id=f"{group}-{source}-0", transaction_timeout_ms=600_000)
+                           transactional_id=transactional_id(group, source, 0),
+                           transaction_timeout_ms=600_000)
     killed.init_transactions()
     killed.begin_transaction()
     killed.send(target, key=b"k0", value=b"from the killed run").get(timeout=30)
