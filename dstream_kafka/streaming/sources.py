@@ -27,6 +27,7 @@ import math
 import os
 import socket
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 from urllib.parse import urlparse
 
@@ -36,7 +37,6 @@ from dstream_kafka._spark_internals import hadoop_filesystem
 from dstream_kafka.checkpoint_fs import LocalFileSystem
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.streaming.checkpoint_state import checkpoint_files
-from dstream_kafka.streaming.clock import now_ms
 from dstream_kafka.streaming.input import InputDStream
 
 if TYPE_CHECKING:
@@ -50,8 +50,16 @@ log = logging.getLogger(__name__)
 #: ``spark.streaming.receiverRestartDelay`` default).
 RECONNECT_DELAY_SECONDS = 2.0
 
-#: ``(path, modification time ms, size)`` of one file.
+#: ``(path, modification time in epoch ns, size)`` of one file. Local files keep the
+#: file system's full precision; Hadoop's ``FileSystem`` gives whole milliseconds.
 FileInfo = tuple[str, int, int]
+
+_NS_PER_MS = 1_000_000
+
+
+def _end_of_ms(ms: int) -> int:
+    """Return the last epoch ns of millisecond ``ms``."""
+    return ms * _NS_PER_MS + _NS_PER_MS - 1
 
 
 def _local_files(directory: str) -> tuple[list[FileInfo], bool]:
@@ -68,7 +76,7 @@ def _local_files(directory: str) -> tuple[list[FileInfo], bool]:
             try:
                 if entry.is_file():
                     stat = entry.stat()
-                    found.append((entry.path, stat.st_mtime_ns // 1_000_000, stat.st_size))
+                    found.append((entry.path, stat.st_mtime_ns, stat.st_size))
             except FileNotFoundError:  # deleted while listed
                 continue
     return found, exists
@@ -85,21 +93,24 @@ def _hadoop_files(sc: Any, directory: str) -> tuple[list[FileInfo], bool]:
         for status in fs.listStatus(folder.getPath()):
             if status.isFile():
                 found.append((str(status.getPath().toString()),
-                              int(status.getModificationTime()), int(status.getLen())))
+                              int(status.getModificationTime()) * _NS_PER_MS,
+                              int(status.getLen())))
     return found, exists
 
 
-def select_new_files(files: list[FileInfo], threshold_ms: int, batch_time: int,
+def select_new_files(files: list[FileInfo], threshold_ns: int, batch_time: int,
                      recent: set[str]) -> list[FileInfo]:
     """Return, sorted by path, the files a file stream's batch at ``batch_time`` takes.
 
     A file is taken when its name does not start with ``.``, its modification time is
-    after ``threshold_ms`` and not after ``batch_time`` (a newer file waits for a later
-    batch), and it is not in ``recent`` (taken by a remembered batch).
+    after ``threshold_ns`` (epoch ns) and in or before the millisecond ``batch_time`` (a
+    newer file waits for a later batch), and it is not in ``recent`` (taken by a
+    remembered batch).
     """
+    last = _end_of_ms(batch_time)
     return sorted(info for info in files
                   if not os.path.basename(info[0].rstrip("/")).startswith(".")
-                  and threshold_ms < info[1] <= batch_time and info[0] not in recent)
+                  and threshold_ns < info[1] <= last and info[0] not in recent)
 
 
 def list_files(sc: Any, directory: str
@@ -153,8 +164,10 @@ class FileInputDStream(InputDStream[Any]):
         batch = ssc._batch_ms
         #: How long taken files are remembered and how old a new file may be.
         self.remember_ms = batch * max(1, math.ceil(remember_ms / batch))
-        #: Files modified at or before this epoch ms are never read (new files only).
-        self.initial_threshold_ms = now_ms()
+        #: Files modified at or before this epoch ns are never read (new files only).
+        #: Nanoseconds, not Spark's milliseconds: a file moved in within the millisecond
+        #: the stream was created in is new and must not be dated "at" the threshold.
+        self.initial_threshold_ns = time.time_ns()
         self._selected: dict[int, list[str]] = {}  # batch time -> files it took (if any)
         self._recent: set[str] = set()
         self._missing_reported = False
@@ -162,7 +175,7 @@ class FileInputDStream(InputDStream[Any]):
     def compute(self, batch_time: int) -> RDD[Any] | None:
         for old in [t for t in self._selected if t < batch_time - self.remember_ms]:
             self._recent.difference_update(self._selected.pop(old))
-        threshold = max(self.initial_threshold_ms, batch_time - self.remember_ms)
+        threshold = max(self.initial_threshold_ns, _end_of_ms(batch_time - self.remember_ms))
         files, exists, read_path = list_files(self._sc, self.directory)
         if exists == self._missing_reported:  # a typo must not read nothing silently
             self._missing_reported = not exists
@@ -197,10 +210,10 @@ class FileInputDStream(InputDStream[Any]):
 
     def checkpoint_data(self, batch_time: int) -> Mapping[str, Any] | None:
         selected = {str(t): files for t, files in self._selected.items() if t <= batch_time}
-        return {"initial_threshold_ms": self.initial_threshold_ms, "selected": selected}
+        return {"initial_threshold_ns": self.initial_threshold_ns, "selected": selected}
 
     def restore_checkpoint_data(self, data: Mapping[str, Any]) -> None:
-        self.initial_threshold_ms = int(data["initial_threshold_ms"])
+        self.initial_threshold_ns = int(data["initial_threshold_ns"])
         self._selected = {int(t): list(files) for t, files in data["selected"].items()}
         self._recent = {path for files in self._selected.values() for path in files}
 

@@ -159,13 +159,13 @@ class TestTextFileStream:
     def test_hadoop_listing_finds_the_files_and_times_the_local_listing_finds(
             self, sc: SparkContext, folder: Path) -> None:
         """Directories given as Hadoop URIs are listed through Hadoop's FileSystem with the
-        same files and modification times."""
+        same files and modification times (Hadoop's in whole milliseconds)."""
         move_in(folder, "a.txt", b"abc")
         local, local_exists = _local_files(str(folder))
         hadoop, hadoop_exists = _hadoop_files(sc, "file://" + str(folder))
         assert local_exists and hadoop_exists
         assert [(Path(p.removeprefix("file:")).name, m, n) for p, m, n in hadoop] == [
-            (Path(p).name, m, n) for p, m, n in local]
+            (Path(p).name, m // 1_000_000 * 1_000_000, n) for p, m, n in local]
         assert local[0][2] == 3
 
 

@@ -194,7 +194,8 @@ class HBaseServer:
         ----------
         timeout : float
             Overall deadline in seconds, from launch to the first successful happybase round
-            trip. On a cold, busy 2-core machine the start takes 15-40 s.
+            trip; a probe call waits no longer than the time left (0.1 s at least). On a
+            cold, busy 2-core machine the start takes 15-40 s (5 s warm on a quiet one).
 
         Returns
         -------
@@ -367,17 +368,17 @@ class HBaseServer:
         parts.append(f"--- {self.log_path.name}:\n{_filtered_tail(self.log_path)}")
         return ServiceError("\n".join(parts))
 
-    def _probe(self) -> str | None:
+    def _probe(self, timeout_ms: int = 5000) -> str | None:
         """One real round trip through the gateway: list the tables, then read from hbase:meta.
 
         The gateway accepts connections before HBase is ready; listing tables needs the master,
         and a read of ``hbase:meta`` needs the region server to serve the meta region (before
         that it fails with "Cannot get the location ... in hbase:meta"). Returns None when both
-        answered, else the error text.
+        answered, else the error text. ``timeout_ms`` bounds each socket operation.
         """
         conn = None
         try:
-            conn = self.connection(timeout_ms=5000)
+            conn = self.connection(timeout_ms=timeout_ms)
             conn.tables()
             conn.table("hbase:meta").row(b"hbase:namespace")
             return None
@@ -401,7 +402,10 @@ class HBaseServer:
                         f"{proc.name} exited with code {proc.proc.returncode} while starting "
                         f"(data in {self.data_dir})."
                     )
-            problem = self._probe()
+            # A probe must not outlive the deadline: the gateway accepts long before HBase
+            # is ready, and a call waits there until it is.
+            remaining = deadline - time.monotonic()
+            problem = self._probe(timeout_ms=int(1000 * max(0.1, min(5.0, remaining))))
             if problem is None:
                 return
             last = problem
