@@ -368,7 +368,7 @@ class HBaseServer:
         parts.append(f"--- {self.log_path.name}:\n{_filtered_tail(self.log_path)}")
         return ServiceError("\n".join(parts))
 
-    def _probe(self, timeout_ms: int = 5000) -> str | None:
+    def _probe(self, timeout_ms: int) -> str | None:
         """One real round trip through the gateway: list the tables, then read from hbase:meta.
 
         The gateway accepts connections before HBase is ready; listing tables needs the master,
