@@ -61,7 +61,7 @@ def kafka() -> Iterator[KafkaCluster]:
     """One real Kafka broker (KRaft) on 127.0.0.1 for the whole session."""
     from dstream_kafka.operate.services.kafka import KafkaCluster
 
-    cluster = KafkaCluster(brokers=1)
+    cluster = KafkaCluster(brokers=1, quick_jvm=True)
     cluster.start()
     yield cluster
     from dstream_kafka.client.offset_reader import close_offset_readers
@@ -80,7 +80,7 @@ def kafka3() -> Iterator[KafkaCluster]:
     # timeout (120 s by default, 10 s in this suite) rides out; 3 s keeps the tests short.
     # Each broker on its own loopback address (127.0.0.1-3), as hosts of a real cluster, so
     # PreferBrokers has leader hosts to tell apart.
-    cluster = KafkaCluster(brokers=3, heap="384m", own_hosts=True, broker_config={
+    cluster = KafkaCluster(brokers=3, heap="384m", own_hosts=True, quick_jvm=True, broker_config={
         "min.insync.replicas": 2, "broker.session.timeout.ms": 3000,
         "broker.heartbeat.interval.ms": 500})
     cluster.start()
@@ -99,7 +99,7 @@ def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClu
     from tests.support.tls import BrokerSecurity
 
     security = BrokerSecurity.generate(tmp_path_factory.mktemp("pki"))
-    cluster = KafkaCluster(brokers=1, heap="384m", security=security)
+    cluster = KafkaCluster(brokers=1, heap="384m", security=security, quick_jvm=True)
     cluster.start()
     yield cluster
     from dstream_kafka.client.offset_reader import close_offset_readers

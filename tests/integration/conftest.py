@@ -120,7 +120,8 @@ def own_kafka(tmp_path: Path) -> Iterator[KafkaCluster]:
     """A one-broker cluster of this test's own, so killing it disturbs no other test."""
     from dstream_kafka.operate.services.kafka import KafkaCluster
 
-    cluster = KafkaCluster(brokers=1, data_dir=tmp_path / "kafka", heap="256m")
+    cluster = KafkaCluster(brokers=1, data_dir=tmp_path / "kafka", heap="256m",
+                           quick_jvm=True)
     cluster.start()
     try:
         yield cluster
