@@ -39,6 +39,20 @@ if TYPE_CHECKING:
 prepare_environment()
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--max-file-share", type=float, default=None, metavar="FRACTION",
+                     help="fail the run when one test file takes more than this share of the "
+                          "summed test time (tests/support/file_share.py)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    max_share = config.getoption("--max-file-share")
+    if max_share is not None:
+        from tests.support.file_share import FileSharePlugin
+
+        config.pluginmanager.register(FileSharePlugin(max_share), "file-share")
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Stop at once when the package under test is not the installed one .ci/compat asks for."""
     import os

@@ -38,6 +38,7 @@ def _executor_id(location: str) -> str:
     return location.rsplit("_", 1)[1]  # executor_<host>_<id>
 
 
+@pytest.mark.service_check
 def test_prefer_consistent_runs_each_partition_on_the_executor_it_prefers(
     spark_cluster, kafka, unique, tmp_path
 ):

@@ -90,6 +90,7 @@ def test_first_load_is_empty(backend):
     assert store.pending(backend.group) is None
 
 
+@pytest.mark.service_check
 def test_commit_then_load_from_a_new_store_instance(backend):
     store = backend.make()
     other_topic = backend.topic + "-b"

@@ -83,6 +83,7 @@ def _event_class() -> Any:
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("events.Event"))
 
 
+@pytest.mark.service_check
 def test_avro_values_written_by_confluents_serializer_decode_to_dicts_on_executors(
         sc, kafka, client, registry, topic, unique):
     serializer = AvroSerializer(client, json.dumps(USER_V1))

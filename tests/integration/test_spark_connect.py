@@ -44,6 +44,7 @@ def test_the_client_runs_a_spark_connect_session(probed):
     assert probed["session"].startswith("pyspark.sql.connect")
 
 
+@pytest.mark.service_check
 def test_create_dataframe_on_connect_has_sparks_schema_and_rows_with_headers(probed):
     assert probed["ours"]["schema"] == probed["spark"]["schema"]
     assert len(probed["spark"]["rows"]) == 5

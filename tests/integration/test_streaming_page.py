@@ -67,6 +67,7 @@ def _chromium(*args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.service_check
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (bash .ci/setup)")
 def test_the_streaming_page_shows_the_running_streams_batches_offset_ranges_and_charts(
         kafka: Any, sc: Any, make_ssc: Any, unique: Any, page_conf: dict[str, str],
