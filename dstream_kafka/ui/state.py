@@ -53,17 +53,38 @@ def job_group_setter(sc: Any) -> Callable[[str], None]:
 
 @dataclass(frozen=True)
 class BatchRow:
-    """One batch as the page shows it (times in epoch ms, durations in ms)."""
+    """One batch as the page shows it: the bus's :class:`BatchInfo` (times in epoch ms,
+    durations in ms, the delays as Spark defines them) with the batch's offset ranges and
+    Spark jobs."""
 
-    batch_time: int
-    submission_time: int
-    records: int
+    info: BatchInfo
     ranges: tuple[OffsetRange, ...]
-    start_time: int | None = None
-    end_time: int | None = None
-    operations: Mapping[int, OutputOperationInfo] = field(default_factory=dict)
     job_ids: tuple[int, ...] = ()
     completed: bool = False
+
+    @property
+    def batch_time(self) -> int:
+        return self.info.batch_time
+
+    @property
+    def submission_time(self) -> int:
+        return self.info.submission_time
+
+    @property
+    def records(self) -> int:
+        return self.info.num_records
+
+    @property
+    def start_time(self) -> int | None:
+        return self.info.processing_start_time
+
+    @property
+    def end_time(self) -> int | None:
+        return self.info.processing_end_time
+
+    @property
+    def operations(self) -> Mapping[int, OutputOperationInfo]:
+        return self.info.output_operation_infos
 
     @property
     def status(self) -> str:
@@ -85,20 +106,17 @@ class BatchRow:
     @property
     def scheduling_delay(self) -> int | None:
         """Spark's scheduling delay: processing start minus submission."""
-        return None if self.start_time is None else self.start_time - self.submission_time
+        return self.info.scheduling_delay
 
     @property
     def processing_time(self) -> int | None:
         """Spark's processing time: processing end minus start."""
-        if self.start_time is None or self.end_time is None:
-            return None
-        return self.end_time - self.start_time
+        return self.info.processing_delay
 
     @property
     def total_delay(self) -> int | None:
         """Scheduling delay plus processing time."""
-        s, p = self.scheduling_delay, self.processing_time
-        return None if s is None or p is None else s + p
+        return self.info.total_delay
 
     def jsonValue(self) -> dict[str, Any]:
         """Spark's REST ``BatchInfo`` field names (``/api/v1/.../streaming/batches``), plus the
@@ -190,39 +208,33 @@ class PageState:
     def submitted(self, info: BatchInfo) -> None:
         """A batch was generated and queued."""
         with self._lock:
-            self._active[info.batch_time] = BatchRow(
-                info.batch_time, info.submission_time, info.num_records, _ranges(info))
+            self._active[info.batch_time] = BatchRow(info, _ranges(info))
 
     def started(self, info: BatchInfo) -> None:
         """A batch's first output operation is about to run."""
-        self._update(info.batch_time, start_time=info.processing_start_time)
+        with self._lock:
+            row = self._active.get(info.batch_time)
+            if row is not None:
+                self._active[info.batch_time] = replace(row, info=replace(
+                    row.info, processing_start_time=info.processing_start_time))
 
     def operation_completed(self, op: OutputOperationInfo) -> None:
         """An output operation of a batch ended."""
         with self._lock:
             row = self._active.get(op.batch_time)
             if row is not None:
-                self._active[op.batch_time] = replace(
-                    row, operations={**row.operations, op.operation_id: op})
+                self._active[op.batch_time] = replace(row, info=replace(
+                    row.info, output_operation_infos={**row.operations, op.operation_id: op}))
 
     def completed(self, info: BatchInfo, job_ids: tuple[int, ...]) -> None:
         """All output operations of a batch ended; ``job_ids`` are its Spark jobs."""
         with self._lock:
-            row = self._active.pop(info.batch_time, None) or BatchRow(
-                info.batch_time, info.submission_time, info.num_records, _ranges(info))
-            row = replace(row, start_time=info.processing_start_time,
-                          end_time=info.processing_end_time,
-                          operations=dict(info.output_operation_infos), job_ids=job_ids,
-                          completed=True)
+            queued = self._active.pop(info.batch_time, None)
+            row = BatchRow(info, queued.ranges if queued else _ranges(info), job_ids,
+                           completed=True)
             self._completed.append(row)
             self.total_completed += 1
             self.total_records += row.records
-
-    def _update(self, batch_time: int, **changes: Any) -> None:
-        with self._lock:
-            row = self._active.get(batch_time)
-            if row is not None:
-                self._active[batch_time] = replace(row, **changes)
 
     def stream_feed(self, stream: int, description: str, store: Any,
                     group: str) -> Callable[[Any], None]:
