@@ -89,17 +89,9 @@ def _unstable(tp: TopicPartition, group: str | None, timeout_ms: int) -> BrokerT
         "producer with the same transactional.id initialises; start again then")
 
 
-def _keeps_group_offsets(store: OffsetStore) -> bool:
-    """Whether ``store`` keeps its offsets as the Kafka group's committed offsets."""
-    from dstream_kafka.stores.kafka_group import KafkaGroupOffsetStore
-
-    return isinstance(store, KafkaGroupOffsetStore)
-
-
 def _log_reset_start(store: OffsetStore, group: str) -> None:
     """Log a warning when ``group``'s newest commit is a reset: the stream starts from it."""
-    last_reset = getattr(store, "last_reset", None)  # a store of the user's own may keep no history
-    newest = last_reset(group) if last_reset is not None else None
+    newest = store.last_reset(group)
     if newest is not None and newest.reset is not None:
         audit = newest.reset
         moves = ", ".join(f"{r.topic}-{r.partition} {audit.previous.get(r.topicPartition(), '-')} -> {r.untilOffset}"
@@ -207,7 +199,7 @@ class StartPositions:
         The positions become the stored offsets (none without a store).
         """
         stored: dict[TopicPartition, int] = {}
-        self.group_is_store = store is None or _keeps_group_offsets(store)
+        self.group_is_store = store is None or store.keeps_group_offsets
         if store is not None:
             stored = store.load(self.store_group, self.strategy.topic_names())
             _log_reset_start(store, self.store_group)  # a reset by hand is worth a line in the log

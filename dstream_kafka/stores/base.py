@@ -242,6 +242,12 @@ class OffsetStore(abc.ABC):
         return self._last_reset(self._check_group(group_id))
 
     @property
+    def keeps_group_offsets(self) -> bool:
+        """Whether the store's offsets are the Kafka consumer group's committed offsets
+        themselves (the Kafka group store), so the stream's group needs no copy of them."""
+        return False
+
+    @property
     def mirrors_to_group(self) -> bool:
         """Whether the store copies its commits to the Kafka consumer group, for lag tools
         (``also_commit_to_kafka_group``, :mod:`dstream_kafka.stores.mirror`). False for a store

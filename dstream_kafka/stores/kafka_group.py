@@ -136,6 +136,11 @@ class KafkaGroupOffsetStore(OffsetStore):
         self._data_loss_topic = data_loss_topic
         self._timeout_ms = timeout_ms
 
+    @property
+    def keeps_group_offsets(self) -> bool:
+        """True: this store's offsets are the group's committed offsets."""
+        return True
+
     def __repr__(self) -> str:
         return f"KafkaGroupOffsetStore(bootstrap.servers={self._params.get('bootstrap.servers')!r})"
 

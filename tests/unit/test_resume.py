@@ -60,8 +60,13 @@ class _Store:
         self.loaded_topics = topics
         return dict(self.stored)
 
+    keeps_group_offsets = False
+
     def pending(self, group_id: str) -> PlannedBatch | None:
         return self.planned
+
+    def last_reset(self, group_id: str) -> None:
+        return None
 
     def record_data_loss(self, group_id: str, tp: TopicPartition, lost_from: int,
                          lost_until: int, batch_time_ms: int | None) -> None:
