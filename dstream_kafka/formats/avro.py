@@ -45,7 +45,7 @@ class AvroDecoder(RegistryDecoder):
     format_name = "Avro"
     schema_type = "AVRO"
 
-    def __init__(self, registry: RegistrySettings, reader_schema: str | dict | None = None,
+    def __init__(self, registry: RegistrySettings, reader_schema: str | dict[str, Any] | None = None,
                  return_record_name: bool = False) -> None:
         super().__init__(registry)
         self.reader_schema = reader_schema
@@ -54,7 +54,7 @@ class AvroDecoder(RegistryDecoder):
             self._parse(reader_schema, "reader_schema")
 
     @staticmethod
-    def _parse(schema: str | dict, what: str) -> Any:
+    def _parse(schema: str | dict[str, Any], what: str) -> Any:
         fastavro = _fastavro()
         try:
             loaded = json.loads(schema) if isinstance(schema, str) else schema

@@ -121,7 +121,7 @@ class _Walker:
             return self.map(schema["values"], namespace, path)
         return self.walk(kind, namespace, path)  # {"type": "int"}, or a nested definition
 
-    def register(self, schema: dict, namespace: str) -> str:
+    def register(self, schema: dict[str, Any], namespace: str) -> str:
         name = self.fullname(schema["name"], schema.get("namespace", namespace))
         self.named[name] = schema
         return name
@@ -153,7 +153,7 @@ class _Walker:
         raise self.fail(path, f"unknown type name {name!r}",
                         "define the named type before its use (schema references are not resolved)")
 
-    def union(self, branches: list, namespace: str, path: str) -> ColumnType:
+    def union(self, branches: list[Any], namespace: str, path: str) -> ColumnType:
         others = [b for b in branches if b != "null"]
         if len(others) > 1:
             raise self.fail(path, f"a union of {len(others)} non-null types "
@@ -167,7 +167,7 @@ class _Walker:
         convert = None if inner.convert is None else _nullable(inner.convert)
         return inner._replace(nullable=True, convert=convert)
 
-    def record(self, schema: dict, namespace: str, path: str) -> ColumnType:
+    def record(self, schema: dict[str, Any], namespace: str, path: str) -> ColumnType:
         name = self.register(schema, namespace)
         inner_ns = name.rpartition(".")[0]
         self.expanding.add(name)
@@ -186,7 +186,7 @@ class _Walker:
         converters = [(n, c.convert) for n, c in fields if c.convert is not None]
         convert: Converter | None = None
         if converters:
-            def convert(value: dict) -> dict:
+            def convert(value: dict[str, Any]) -> dict[str, Any]:
                 fixed = dict(value)
                 for name, each in converters:
                     fixed[name] = None if fixed.get(name) is None else each(fixed[name])
@@ -208,7 +208,7 @@ class _Walker:
         return ColumnType(spark, arrow, False,
                           None if each is None else lambda v: {k: each(x) for k, x in v.items()})
 
-    def logical(self, schema: dict, kind: Any, path: str) -> ColumnType | None:
+    def logical(self, schema: dict[str, Any], kind: Any, path: str) -> ColumnType | None:
         logical = schema.get("logicalType")
         t, pa = self.t, self.pa
         if logical == "decimal" and kind in ("bytes", "fixed"):
@@ -239,7 +239,7 @@ class _Walker:
         return ColumnType(spark, arrow, False, convert)
 
 
-def avro_types(schema: str | dict | list, where: str = "value") -> ColumnType:
+def avro_types(schema: str | dict[str, Any] | list[Any], where: str = "value") -> ColumnType:
     """Return the Spark and Arrow types of the Avro ``schema`` (JSON text or parsed).
 
     ``where`` names the column in errors (``value`` or ``key``).
@@ -258,7 +258,7 @@ def avro_types(schema: str | dict | list, where: str = "value") -> ColumnType:
     return _Walker(where).walk(schema, "", "")
 
 
-def json_schema_types(schema: str | dict, where: str = "value") -> ColumnType:
+def json_schema_types(schema: str | dict[str, Any], where: str = "value") -> ColumnType:
     """Return the Spark and Arrow types of a JSON Schema (JSON text or parsed).
 
     ``object`` with ``properties`` is a struct of them in their order, every field nullable

@@ -12,7 +12,7 @@ import contextlib
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError, UnknownTopicPartitionError
 from dstream_kafka.offsets import TopicPartition
@@ -150,7 +150,7 @@ class OffsetsBroker:
     def for_times(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]:
         """Return the first offset at or after each time (None: no record that late)."""
         with self._asking():
-            return self._reader.for_times(timestamps)
+            return cast("dict[TopicPartition, int | None]", self._reader.for_times(timestamps))
 
     def check_no_members(self, group: str) -> None:
         """Refuse while consumers are members of ``group`` (a stream's subscribed driver), as

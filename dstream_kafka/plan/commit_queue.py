@@ -25,7 +25,7 @@ __all__ = ["CommitCallback", "CommitQueue", "COMMIT_WAIT_ON_STOP_S"]
 log = logging.getLogger(__name__)
 
 #: ``callback(offsets, error)``: offsets is {TopicPartition: untilOffset}; error is None on success.
-CommitCallback = Callable[[dict, "Exception | None"], None]
+CommitCallback = Callable[[dict[Any, Any], "Exception | None"], None]
 
 #: Longest time a stopping stream waits for commits still in flight.
 COMMIT_WAIT_ON_STOP_S = 30.0
@@ -46,7 +46,7 @@ class CommitQueue:
         self._lock = threading.Lock()
         self._callback: CommitCallback | None = None
         self._pending: list[Any] = []  # kafka-python futures of commits sent, not yet answered
-        self._finished: collections.deque[tuple[CommitCallback | None, dict, Exception | None]] = (
+        self._finished: collections.deque[tuple[CommitCallback | None, dict[Any, Any], Exception | None]] = (
             collections.deque())
 
     def add(self, ranges: Sequence[OffsetRange], callback: CommitCallback | None = None) -> None:
@@ -56,7 +56,7 @@ class CommitQueue:
                 self._callback = callback
             self._ranges.extend(ranges)
 
-    def send(self, commit_async: Callable[[dict], Any]) -> None:
+    def send(self, commit_async: Callable[[dict[Any, Any]], Any]) -> None:
         """Send everything queued as one commit through ``commit_async(offsets) -> future``.
 
         Does not wait for the answer. An error raised while sending reaches the callback like

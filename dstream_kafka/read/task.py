@@ -288,17 +288,18 @@ class _PrePositioner:
         yield from ()
 
 
-class LostRanges(AccumulatorParam):
+class LostRanges(AccumulatorParam[list[tuple[str, int, int, int]]]):
     """Accumulates ``(topic, partition, from, until)`` tuples of ranges lost while reading.
 
     Here, not beside the RDD: an accumulator ships its parameter with every task, and the
     executor imports the parameter's module to load it.
     """
 
-    def zero(self, value: Any) -> list[tuple[str, int, int, int]]:
+    def zero(self, value: list[tuple[str, int, int, int]]) -> list[tuple[str, int, int, int]]:
         return []
 
-    def addInPlace(self, value1: Any, value2: Any) -> Any:
+    def addInPlace(self, value1: list[tuple[str, int, int, int]],
+                   value2: list[tuple[str, int, int, int]]) -> list[tuple[str, int, int, int]]:
         value1.extend(value2)
         return value1
 
@@ -307,16 +308,19 @@ class LostRanges(AccumulatorParam):
 TASK_TIMES_KEPT = 64
 
 
-class TaskTimes(AccumulatorParam):
+class TaskTimes(AccumulatorParam[dict[int, list[tuple[int, str, float]]]]):
     """Accumulates ``{tag: [(split, name, ms), ...]}``: the wall time of each Kafka RDD task,
     keyed by its RDD's tag (an id growing with each RDD); only the :data:`TASK_TIMES_KEPT`
     highest tags are kept, so the driver's value stays bounded on a stream that runs for days.
     """
 
-    def zero(self, value: Any) -> dict[int, list[tuple[int, str, float]]]:
+    def zero(self, value: dict[int, list[tuple[int, str, float]]]
+             ) -> dict[int, list[tuple[int, str, float]]]:
         return {}
 
-    def addInPlace(self, value1: Any, value2: Any) -> Any:
+    def addInPlace(self, value1: dict[int, list[tuple[int, str, float]]],
+                   value2: dict[int, list[tuple[int, str, float]]]
+                   ) -> dict[int, list[tuple[int, str, float]]]:
         for tag, entries in value2.items():
             value1.setdefault(tag, []).extend(entries)
         for tag in sorted(value1)[:-TASK_TIMES_KEPT]:

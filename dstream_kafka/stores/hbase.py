@@ -59,7 +59,7 @@ import json
 import logging
 import time
 from collections.abc import Collection, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from dstream_kafka.errors import (
     ConfigurationError,
@@ -276,7 +276,7 @@ class HBaseOffsetStore(OffsetStore):
 
             def read_stored() -> Mapping[TopicPartition, int]:
                 if doc is not None:
-                    return doc["_offsets"]
+                    return cast("Mapping[TopicPartition, int]", doc["_offsets"])
                 return self._rows.load_guide_rows(table, group_id, None)  # a group the guide's code wrote
 
             stored = self._admit_commit(group_id, t, merged, committed, read_stored, holder="HBase",

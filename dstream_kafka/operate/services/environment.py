@@ -184,14 +184,14 @@ class ManagedProcess:
     (:func:`~dstream_kafka.operate.services.lifeline.popen_tied`): a killed program leaves no server.
     """
 
-    def __init__(self, name: str, argv: Sequence[str], log_path: Path, env: dict | None = None,
+    def __init__(self, name: str, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None,
                  cwd: Path | None = None) -> None:
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
         self.env = env
         self.cwd = cwd
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         """Launch the process (its output goes to ``log_path``)."""

@@ -19,7 +19,7 @@ import tempfile
 import threading
 import uuid
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping, Protocol, cast
 
 from dstream_kafka.errors import ServiceError
 from dstream_kafka.operate.services.environment import (
@@ -313,7 +313,7 @@ class KafkaCluster(KafkaClusterClients):
                 return node
         raise ValueError(f"no Kafka node {node_id}; nodes are {self.node_ids}")
 
-    def _load_or_create_layout(self) -> dict:
+    def _load_or_create_layout(self) -> dict[str, Any]:
         layout_path = self.data_dir / "cluster.json"
         if layout_path.is_file():
             layout = json.loads(layout_path.read_text())
@@ -341,7 +341,7 @@ class KafkaCluster(KafkaClusterClients):
             for node in layout["nodes"]:
                 self._add_secure_ports(node)
         layout_path.write_text(json.dumps(layout, indent=2))
-        return layout
+        return cast("dict[str, Any]", layout)
 
     def _add_secure_ports(self, node: dict[str, Any]) -> None:
         ports = node.setdefault("secure_ports", {})

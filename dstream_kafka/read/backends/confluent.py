@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from dstream_kafka.read.backends.base import LIBRDKAFKA_KEY, OffsetOutOfRange, record_decoder
 from dstream_kafka.errors import (
@@ -306,7 +306,7 @@ class ConfluentBackend:
             messages = self._records_only(messages)
         if messages:
             self._position = max(self._position, messages[-1].offset() + 1)
-        return messages
+        return cast("list[Any]", messages)
 
     def _records_only(self, messages: list[Any]) -> list[Any]:
         floor = self._floor
