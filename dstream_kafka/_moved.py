@@ -55,6 +55,7 @@ MOVED: dict[str, str] = {
     "dstream_kafka.services.spark": "dstream_kafka.spark_settings",
     "dstream_kafka.services": "dstream_kafka.operate.services",
     "dstream_kafka.kafka08": "dstream_kafka.compat.kafka08",
+    "dstream_kafka.log_redaction": "dstream_kafka.client.log_redaction",
 }
 _BY_LENGTH = sorted(MOVED, key=len, reverse=True)
 

@@ -27,7 +27,7 @@ from dstream_kafka.client.keystores import (
     truststore_pem,
     write_private,
 )
-from dstream_kafka.log_redaction import protect_client_logs
+from dstream_kafka.client.log_redaction import protect_client_logs
 from dstream_kafka.client.param_checks import is_secret_key
 
 __all__ = ["SECURITY_KEYS", "check_credentials", "parse_jaas", "security_config"]
@@ -163,7 +163,7 @@ def security_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
     ConfigurationError
         Naming the setting and the alternative for what cannot be honoured, unreadable stores
         or wrong store passwords. Secret values are never quoted, here or in the client
-        libraries' log lines (:func:`~dstream_kafka.log_redaction.protect_client_logs`).
+        libraries' log lines (:func:`~dstream_kafka.client.log_redaction.protect_client_logs`).
     MissingDependencyError
         When a JKS or PKCS12 store needs ``keytool`` or ``openssl`` and it is missing.
     """

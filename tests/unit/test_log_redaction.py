@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from dstream_kafka.log_redaction import protect_client_logs, redact_text
+from dstream_kafka.client.log_redaction import protect_client_logs, redact_text
 from dstream_kafka.client.param_checks import REDACTED
 
 
