@@ -57,7 +57,8 @@ if TYPE_CHECKING:
 
     from dstream_kafka.read.kafka_rdd import KafkaRDD
 
-    from dstream_kafka.stores.base import OffsetStore, TransactionalOffsetStore
+    from dstream_kafka.stores.base import OffsetStore
+    from dstream_kafka.stores.transactional import TransactionalOffsetStore
     from dstream_kafka.streaming.context import StreamingContext
     from dstream_kafka.streaming.listener import BatchInfo
 

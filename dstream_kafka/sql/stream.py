@@ -35,7 +35,8 @@ from dstream_kafka.plan.stream_options import StartOptions
 from dstream_kafka.stores.base import check_offset_store
 
 if TYPE_CHECKING:
-    from dstream_kafka.stores.base import OffsetStore, TransactionalOffsetStore
+    from dstream_kafka.stores.base import OffsetStore
+    from dstream_kafka.stores.transactional import TransactionalOffsetStore
 
 __all__ = ["KafkaDataFrameStream", "createDataFrameStream"]
 

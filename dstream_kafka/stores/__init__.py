@@ -23,7 +23,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from dstream_kafka.stores.base import OffsetStore, Transaction, TransactionalOffsetStore
+from dstream_kafka.stores.base import OffsetStore
+from dstream_kafka.stores.transactional import Transaction, TransactionalOffsetStore
 from dstream_kafka.stores.checkpoint import CheckpointOffsetStore
 from dstream_kafka.stores.hbase import HBaseOffsetStore
 from dstream_kafka.stores.kafka_group import KafkaGroupOffsetStore

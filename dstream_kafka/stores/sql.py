@@ -58,7 +58,7 @@ from dstream_kafka.offsets_json import (
     partition_offsets_from_json,
     partition_offsets_to_json,
 )
-from dstream_kafka.stores.base import Transaction, TransactionalOffsetStore
+from dstream_kafka.stores.transactional import Transaction, TransactionalOffsetStore
 from dstream_kafka.stores.mirror import MirrorTarget, mirror_to
 from dstream_kafka.stores.records import CommitRecord, DataLossRecord, advance_offsets
 from dstream_kafka.stores.sql_history import CommitRow, check_chain

@@ -15,7 +15,8 @@ import pytest
 import dstream_kafka.stores.base as base_module
 from dstream_kafka.errors import ConfigurationError, InvalidOffsetRangeError, OffsetFencedError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
-from dstream_kafka.stores.base import OffsetStore, Transaction, TransactionalOffsetStore
+from dstream_kafka.stores.base import OffsetStore
+from dstream_kafka.stores.transactional import Transaction, TransactionalOffsetStore
 from dstream_kafka.stores.mirror import KafkaGroupMirror, mirror_to
 from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit
 
