@@ -187,7 +187,7 @@ def _check(result: CopyResult, output: list[tuple[int, list[tuple[int, int]]]]) 
 
 def run_copy(cluster: Any, backend: str, workdir: Path, seed: int = 0,
              records: int = 100_000, rounds: tuple[tuple[float, str], ...] = ROUNDS,
-             max_per_batch: int = 5000, batch_seconds: float = 0.5,
+             max_per_batch: int = 2500, batch_seconds: float = 0.5,
              timeout: float = 1200.0) -> CopyResult:
     """Run the scenario once on ``cluster`` (three brokers) and return what it found.
 
@@ -221,6 +221,7 @@ def run_copy(cluster: Any, backend: str, workdir: Path, seed: int = 0,
     progress.start()
     pending = list(rounds)
     driver: DriverProcess | None = None
+    restarting: threading.Thread | None = None
     try:
         while True:
             if time.monotonic() - started > timeout:
@@ -241,20 +242,24 @@ def run_copy(cluster: Any, backend: str, workdir: Path, seed: int = 0,
                     break
                 result.failed_runs += 1  # a failed batch stopped it: start it again
                 continue
-            if pending and progress.done() >= pending[0][0] * records:
+            # A round waits for the broker of the one before to be back (one down at most).
+            if (pending and progress.done() >= pending[0][0] * records
+                    and (restarting is None or not restarting.is_alive())):
                 _, action = pending.pop(0)
                 round_no = len(rounds) - len(pending) - 1
-                if action in ("broker", "both"):
-                    victim = cluster.node_ids[(seed + round_no) % len(cluster.node_ids)]
-                    cluster.stop_broker(victim, kill=True)
-                    result.bounces += 1
                 if action in ("driver", "both"):
                     driver.close()  # SIGKILL of its process group
                     driver = None
                     result.kills += 1
                 if action in ("broker", "both"):
-                    cluster.start_broker(victim, timeout=180)
-            elif time.monotonic() - progress.changed > STALL_SECONDS:
+                    victim = cluster.node_ids[(seed + round_no) % len(cluster.node_ids)]
+                    cluster.stop_broker(victim, kill=True)
+                    result.bounces += 1
+                    # Started again in the background: the copy goes on meanwhile.
+                    restarting = threading.Thread(target=cluster.start_broker, args=(victim,),
+                                                  kwargs={"timeout": 180}, daemon=True)
+                    restarting.start()
+            elif driver is not None and time.monotonic() - progress.changed > STALL_SECONDS:
                 driver.close()
                 driver = None
                 result.stalls += 1
@@ -262,6 +267,8 @@ def run_copy(cluster: Any, backend: str, workdir: Path, seed: int = 0,
         if driver is not None:
             driver.close()
         progress.stop.set()
+        if restarting is not None:
+            restarting.join(timeout=200)
         for node_id in cluster.node_ids:
             cluster.start_broker(node_id, timeout=180)
     try:
