@@ -187,7 +187,7 @@ def _check(result: CopyResult, output: list[tuple[int, list[tuple[int, int]]]]) 
 
 def run_copy(cluster: Any, backend: str, workdir: Path, seed: int = 0,
              records: int = 100_000, rounds: tuple[tuple[float, str], ...] = ROUNDS,
-             max_per_batch: int = 2500, batch_seconds: float = 0.5,
+             max_per_batch: int = 1500, batch_seconds: float = 0.5,
              timeout: float = 1200.0) -> CopyResult:
     """Run the scenario once on ``cluster`` (three brokers) and return what it found.
 
@@ -242,9 +242,11 @@ def run_copy(cluster: Any, backend: str, workdir: Path, seed: int = 0,
                     break
                 result.failed_runs += 1  # a failed batch stopped it: start it again
                 continue
-            # A round waits for the broker of the one before to be back (one down at most).
+            # A round that bounces a broker waits for the one bounced before to be back (one
+            # down at most); a driver kill does not wait.
             if (pending and progress.done() >= pending[0][0] * records
-                    and (restarting is None or not restarting.is_alive())):
+                    and (pending[0][1] == "driver" or restarting is None
+                         or not restarting.is_alive())):
                 _, action = pending.pop(0)
                 round_no = len(rounds) - len(pending) - 1
                 if action in ("driver", "both"):
