@@ -185,6 +185,15 @@ def _check(result: CopyResult, output: list[tuple[int, list[tuple[int, int]]]]) 
         result.errors.append(f"{len(stray)} output records of no input record")
 
 
+def assert_copied_exactly_once(cluster: Any, backend: str, workdir: Path) -> None:
+    """CI's one trial of the scenario for ``backend``: both rounds of kills and bounces ran,
+    and a read_committed reader saw every record once, each input partition's in order."""
+    result = run_copy(cluster, backend, workdir)
+    assert result.kills == 2 and result.bounces == 2, result.describe()
+    assert (result.lost, result.duplicated, result.order) == (0, 0, 0), result.describe()
+    assert result.ok, result.describe()
+
+
 def run_copy(cluster: Any, backend: str, workdir: Path, seed: int = 0,
              records: int = 100_000, rounds: tuple[tuple[float, str], ...] = ROUNDS,
              max_per_batch: int = 1500, batch_seconds: float = 0.5,
