@@ -1,12 +1,7 @@
 """Kafka's own exactly-once system test on three brokers, with the confluent-kafka backend.
 
-The same copy as test_kafka_output_eos_system.py (kafka-python), whose docstring says more.
-
-See :mod:`tests.crash.copier`: 100,000 records, 2 input and 3 output partitions, replication 3
-with ``min.insync.replicas=2``; a hard broker bounce when the group has committed 20% of the
-input, a driver kill at 45%, both at 70%; a ``read_committed`` reader of the output must see no
-duplicate, nothing missing, and, per output partition, the records of each input partition in
-input-offset order. The many seeded trials are the campaign's: ``python -m tests.crash.copier``.
+The same copy as test_kafka_output_eos_system.py (kafka-python), whose docstring describes the
+scenario; both run tests.crash.copier.assert_copied_exactly_once.
 """
 
 from __future__ import annotations
