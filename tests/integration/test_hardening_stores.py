@@ -565,3 +565,32 @@ def test_a_kafka_group_store_call_without_a_broker_fails_within_its_timeout(uniq
         assert took < 2 * KAFKA_TIMEOUT_MS / 1000 + 3
     finally:
         bounded(store.close, 10)
+
+
+# -- issue #37 item 11: the group store bootstraps as createRDD does, within bootstrap.timeout.ms ---
+
+SASL_SECRET = "S3cr3t-PW-37"
+
+
+@pytest.mark.parametrize("call", ["load", "data_losses"])
+def test_a_kafka_group_store_speaking_sasl_to_a_plaintext_listener_fails_in_create_rdds_words_within_bootstrap_timeout(
+        kafka, unique, call):
+    # timeout_ms stays at its 30 s default: the params' bootstrap.timeout.ms bounds the bootstrap.
+    store = OffsetStores.kafka({
+        "bootstrap.servers": kafka.bootstrap_servers, "bootstrap.timeout.ms": "2000",
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+        "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                            f'username="u" password="{SASL_SECRET}";'})
+    group = unique("g")
+    try:
+        took, error, _ = bounded(lambda: getattr(store, call)(group), 30)
+        assert isinstance(error, OffsetStoreError), repr(error)
+        text = str(error)
+        # The words of createRDD (client/param_checks.bootstrap_failure), after what failed.
+        assert (f"Could not reach any Kafka broker at bootstrap.servers={kafka.bootstrap_servers} within "
+                "bootstrap.timeout.ms=2000 ms. Likely cause: the client uses security.protocol=SASL_PLAINTEXT: "
+                "against a PLAINTEXT listener") in text
+        assert SASL_SECRET not in text
+        assert took < 2.0 + 2.5, took  # one bootstrap.timeout.ms, not timeout_ms (was 32 s)
+    finally:
+        bounded(store.close, 10)
