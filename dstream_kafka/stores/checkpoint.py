@@ -16,7 +16,9 @@ Every file is a version line ``v1`` followed by one JSON document
 * ``offsets/<t>``: ``{"group_id", "batch_time_ms", "ranges": [{"topic", "partition",
   "fromOffset", "untilOffset"}...], "planned_at_ms", "after_commit_ms"}``; ``after_commit_ms``
   is the newest commit when the batch was planned (null before the first), so commit files
-  deleted by hand are detected (files of older versions lack it and are not checked).
+  deleted by hand are detected (files of older versions lack it and are not checked). One
+  written by a commit that was not planned (an import, a reset) also says ``"by_commit": true``:
+  it is never taken for a batch to re-run.
 * ``commits/<t>``: ``{"group_id", "batch_time_ms", "ranges", "offsets": {"topic": {"0": next}},
   "previous_batch_time_ms", "committed_at_ms", "planned"}``; ``offsets`` is the full committed
   state after the batch, so the newest commit file alone gives :meth:`CheckpointOffsetStore.load`.
@@ -375,12 +377,17 @@ class CheckpointOffsetStore(OffsetStore):
                 self._fs.delete(self._file("offsets", later))
 
     def _read_planned(self, t: int) -> PlannedBatch | None:
+        found = self._read_plan(t)
+        return None if found is None else found[0]
+
+    def _read_plan(self, t: int) -> tuple[PlannedBatch, bool] | None:
+        """Return ``offsets/<t>`` and whether a commit wrote it (no batch was run over it)."""
         path = self._file("offsets", t)
         doc = self._read_doc(path, ("group_id", "batch_time_ms", "ranges"))
         if doc is None:
             return None
         try:
-            return PlannedBatch(t, tuple(OffsetRange(**item) for item in doc["ranges"]))
+            return PlannedBatch(t, tuple(OffsetRange(**item) for item in doc["ranges"])), doc.get("by_commit") is True
         except (TypeError, ValueError) as exc:
             raise corrupt(path, f"invalid content ({exc})") from None
 
@@ -390,8 +397,15 @@ class CheckpointOffsetStore(OffsetStore):
             after = latest.batch_time_ms if latest is not None else -1
             stored: dict[TopicPartition, int] | None = None
             for t in (t for t in self._times("offsets") if t > after):
-                planned = self._read_planned(t)
-                if planned is None:
+                found = self._read_plan(t)
+                if found is None:
+                    continue
+                planned, by_commit = found
+                if by_commit:
+                    # An import or a reset that stopped before its commit file: no stream ran
+                    # it, and re-running it as a batch would read records it meant to skip.
+                    log.info("Ignoring %s: an import or reset that was never committed; it is not re-run",
+                             self._file("offsets", t))
                     continue
                 stored = self._stored(group_id) if stored is None else stored
                 broken = _breaks(stored, planned.ranges)
@@ -448,7 +462,8 @@ class CheckpointOffsetStore(OffsetStore):
         plan_path = self._file("offsets", t)
         planned = self._planned_here if self._planned_here and self._planned_here.batch_time_ms == t \
             else self._read_planned(t)
-        if planned is None and not self._fs.write_new(plan_path, encode(self._plan_doc(group_id, t, merged))):
+        if planned is None and not self._fs.write_new(plan_path, encode({**self._plan_doc(group_id, t, merged),
+                                                                          "by_commit": True})):
             planned = self._read_planned(t)  # written meanwhile: by another driver
         if planned is not None:
             mismatch = _plan_mismatch(planned.ranges, merged)

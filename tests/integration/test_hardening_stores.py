@@ -387,6 +387,19 @@ def test_a_commit_made_without_a_plan_writes_its_own_write_ahead_file(tmp_path):
     assert OffsetStores.checkpoint(folder).load(G) == {TopicPartition("events", 0): 4}
 
 
+def test_an_import_that_stopped_before_its_commit_file_is_never_re_run_as_a_batch(committed):
+    # The import wrote its write-ahead file, then died: a stream restart must not read the
+    # records it meant to skip as a batch (a stream's own plan would be re-run).
+    store = OffsetStores.checkpoint(committed)
+    store.commit(G, 3000, [r(20, 28)])
+    store.close()
+    for name in ("3000", "2000.next"):
+        (committed / "commits" / name).unlink()
+    restarted = OffsetStores.checkpoint(committed)
+    assert restarted.load(G) == {TopicPartition("events", 0): 20, TopicPartition("events", 1): 7}
+    assert restarted.pending(G) is None
+
+
 def test_a_newest_commit_of_0_1_0_without_a_write_ahead_file_is_still_read(committed):
     # 0.1.0 wrote no write-ahead file for imports and resets, and no "planned" key.
     _edit(committed / "commits" / "2000", lambda doc: doc.pop("planned"))
@@ -573,7 +586,7 @@ SASL_SECRET = "S3cr3t-PW-37"
 
 
 @pytest.mark.parametrize("call", ["load", "data_losses"])
-def test_a_kafka_group_store_speaking_sasl_to_a_plaintext_listener_fails_in_create_rdds_words_within_bootstrap_timeout(
+def test_a_kafka_group_store_speaking_sasl_to_a_plaintext_listener_fails_as_create_rdd_within_bootstrap_timeout(
         kafka, unique, call):
     # timeout_ms stays at its 30 s default: the params' bootstrap.timeout.ms bounds the bootstrap.
     store = OffsetStores.kafka({
