@@ -595,4 +595,7 @@ _STREAM_PROPERTIES = (
     "pid_derived", "pid_min_rate", "stop_gracefully_on_shutdown", "concurrent_jobs",
     "polling_delay_ms",
     "consumer_backend", "lag_interval_ms",
+    # Read by the Kafka output on the executors, so a bad value would fail only when a batch
+    # writes: the configuration page promises every key fails at createDirectStream.
+    "producer_cache_enabled",
 )
