@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
@@ -290,3 +291,33 @@ def test_a_batch_stuck_in_its_output_shows_lag_rising_and_names_the_stuck_spark_
     (shown,) = dom.having("id", f"lag-verdict-{stream.id}")
     assert shown["data-status"] == "STOP"
     assert any("stuck Spark job" in t for t in dom.text)
+
+
+def test_a_broker_that_goes_down_turns_the_verdict_err_within_two_lag_intervals(
+        own_kafka, make_ssc, spark_conf, unique):
+    # Each look-up of the timer is bounded by its interval (1 s here), not by lookupTimeout:
+    # before, the first look-up after the broker went down waited 30 s and the verdict stayed
+    # OK all that time.
+    spark_conf(config.LAG_INTERVAL, "1s")
+    spark_conf(config.LOOKUP_TIMEOUT, "2s")  # the batches' own look-ups
+    topic = unique("lag-down")
+    own_kafka.create_topic(topic, partitions=1)
+    own_kafka.produce(topic, [b"x"] * 5)
+    ssc = make_ssc(BATCH)
+    stream = KafkaUtils.createDirectStream(ssc, LocationStrategies.PreferConsistent,
+                                           ConsumerStrategies.Subscribe([topic], _params(own_kafka, unique)))
+    stream.foreachRDD(lambda rdd: rdd.count())
+    ssc.start()
+    wait_until(lambda: stream.lag.latest is not None and stream.lag.latest.lagOffsets == 0
+               and stream.lag.verdict().status == "OK", what="the stream caught up, verdict OK")
+
+    (node,) = own_kafka.node_ids
+    own_kafka.stop_broker(node, kill=True)
+    down = time.monotonic()
+    wait_until(lambda: stream.lag.verdict().status == "ERR", what="the verdict ERR",
+               timeout=60, interval=0.05)
+    elapsed = time.monotonic() - down
+
+    # two intervals, plus 1 s for a loaded machine's scheduling
+    assert elapsed < 2 * 1.0 + 1.0, elapsed
+    assert stream.lag.verdict().cause.startswith("broker unreachable")
