@@ -73,8 +73,9 @@ class ProtobufDecoder(RegistryDecoder):
             seen.add(ref.name)
             try:
                 client = registry_client(self.registry)
+                subject, version = ref.subject, ref.version
                 registered = bounded_call(self.registry,
-                                          lambda ref=ref: client.get_version(ref.subject, ref.version))
+                                          lambda: client.get_version(subject, version))
             except Exception as exc:
                 raise registry_failure(self.registry, f"to return reference {ref.subject} v{ref.version}",
                                        exc) from None

@@ -185,7 +185,7 @@ def bounded_call(settings: RegistrySettings, call: Callable[[], _T]) -> _T:
     ok, value = outcome[0]
     if not ok:
         raise value
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def cached_schema(settings: RegistrySettings, kind: object, key: object,

@@ -236,8 +236,8 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
             # stop abandoned (still in its output) is refused instead of committing.
             self._store_epoch = self.offsetStore.epoch
         self._progress.start(self._conf.conf, str(self), f"{self._store_group}/{self.id}", self.id,
-                             store=self.offsetStore, group=self._store_group)
-        self._positions.on_data_loss = lambda: count_data_loss(self.id)
+                             store=self.offsetStore, group=self._store_group, context=self._ssc)
+        self._positions.on_data_loss = lambda: count_data_loss(self._progress.label)
         try:
             self.startOptions.check_cluster(self.consumerStrategy.client_configs)
             stored = self._positions.load(self.offsetStore)
@@ -446,7 +446,7 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
                            "planned and before executors read them; skipped (failOnDataLoss=false)",
                            lost.fromOffset, lost.untilOffset, lost.topic, lost.partition,
                            store_time)
-            count_data_loss(self.id)
+            count_data_loss(self._progress.label)
             if self.offsetStore is not None:
                 self.offsetStore.record_data_loss(self._store_group, lost.topicPartition(),
                                                   lost.fromOffset, lost.untilOffset, store_time,
@@ -577,6 +577,7 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
         answerable = not self._commits.in_flight() or any_reachable(servers)
         self._commits.deliver(wait_s=COMMIT_WAIT_ON_STOP_S if answerable else 0.0)
         self._member.close()
+        self._progress.stop()  # after the lag timer's: its series go from /metrics
 
 
 def _group_of(strategy: ConsumerStrategy) -> str | None:

@@ -24,7 +24,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetStores, config
-from dstream_kafka.ui import active_page
+from dstream_kafka.ui import active_page, metrics
 
 from support import wait_until
 
@@ -64,9 +64,10 @@ class Producer:
         self._thread.join(60)
 
 
-def _metrics(url: str, stream: int, topic: str) -> dict[str, float]:
-    """Partition 0's samples on /metrics, once its lag in seconds is there."""
+def _metrics(url: str, stream: Any, topic: str) -> dict[str, float]:
+    """Partition 0's samples of ``stream`` on /metrics, once its lag in seconds is there."""
     found: dict[str, float] = {}
+    label = metrics.stream_label(stream.context(), stream.id)
 
     def scrape() -> bool:
         with urllib.request.urlopen(url + "metrics", timeout=10) as reply:
@@ -74,7 +75,7 @@ def _metrics(url: str, stream: int, topic: str) -> dict[str, float]:
         found.clear()
         found.update({s.name: s.value for family in text_string_to_metric_families(text)
                       for s in family.samples
-                      if s.labels.get("stream") == str(stream) and s.labels.get("topic") == topic
+                      if s.labels.get("stream") == label and s.labels.get("topic") == topic
                       and s.labels.get("partition") == "0"})
         return "dstream_kafka_lag_seconds" in found
     wait_until(scrape, what="the lag gauges on /metrics", interval=0.2)
@@ -148,10 +149,10 @@ def _verdict_names(stream: Any, cause: str) -> Callable[[], bool]:
 def _lag_grown_by_50(stream: Any, page: Any, topic: str, png: Path, what: str) -> tuple[Any, ...]:
     """The metrics before and after the stream's lag grew by 50 offsets, then the page (saved
     as ``png``) and the verdict."""
-    before = _metrics(page.url, stream.id, topic)
+    before = _metrics(page.url, stream, topic)
     wait_until(lambda: stream.lag.latest.lagOffsets > before["dstream_kafka_lag_offsets"] + 50,
                what=what)
-    return before, _metrics(page.url, stream.id, topic), _page(page.url, png), stream.lag.verdict()
+    return before, _metrics(page.url, stream, topic), _page(page.url, png), stream.lag.verdict()
 
 
 def test_a_stream_capped_below_the_production_rate_shows_lag_rising_and_names_the_rate_limit(
@@ -173,12 +174,12 @@ def test_a_stream_capped_below_the_production_rate_shows_lag_rising_and_names_th
         wait_until(lambda: stream.lag.latest is not None
                    and stream.lag.latest.maxLagSeconds is not None
                    and stream.lag.latest.lagOffsets > 50, what="a first lag in seconds")
-        before = _metrics(page.url, stream.id, topic)
+        before = _metrics(page.url, stream, topic)
         wait_until(_verdict_names(stream, "rate limit"), what="the verdict to name the cap")
         wait_until(lambda: stream.lag.latest.lagOffsets > before["dstream_kafka_lag_offsets"] + 200
                    and stream.lag.latest.maxLagSeconds > before["dstream_kafka_lag_seconds"] + 1,
                    what="the lag to grow by 200 offsets and 1 s")
-        after = _metrics(page.url, stream.id, topic)
+        after = _metrics(page.url, stream, topic)
         dom = _page(page.url, tmp_path / "lag-rate-limit.png")
         verdict = stream.lag.verdict()
         progress = stream.lastProgress
