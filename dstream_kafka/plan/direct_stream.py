@@ -31,7 +31,7 @@ from dstream_kafka.plan.backpressure import RateController, create_rate_estimato
 from dstream_kafka.plan.commit_queue import COMMIT_WAIT_ON_STOP_S, CommitCallback, CommitQueue
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.plan.consumer_strategy import Assign, ConsumerStrategy
-from dstream_kafka.plan.driver_consumer import DriverConsumer
+from dstream_kafka.plan.driver_consumer import DriverConsumer, application_identity
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.monitor.lag import LagMonitor, log_end_lookup
 from dstream_kafka.client.latest_offsets import any_reachable, latest_offsets
@@ -196,7 +196,8 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
         self._member = DriverConsumer(consumerStrategy, self._group_id,
                                       conf.assignment_timeout_ms / 1000.0, self._stopping,
                                       lambda: self.currentOffsets, lambda: self.offsetStore,
-                                      subscribes=not isinstance(consumerStrategy, Assign))
+                                      subscribes=not isinstance(consumerStrategy, Assign),
+                                      application=self._application)
         #: Called with the assigned partitions before the start offsets are read.
         self._start_hooks: list[Callable[[set[TopicPartition]], None]] = []
 
@@ -205,6 +206,11 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
         before their start offsets are read (an exactly-once output ends the open
         transactions of a crashed run there, whose pending offsets would hold the read)."""
         self._start_hooks.append(hook)
+
+    def _application(self) -> str:
+        """What identifies this stream across restarts (its static group member's id)."""
+        layout = self.checkpoint_layout
+        return application_identity(None if layout is None else layout.root, self._sc.appName or "", self.id)
 
     @property
     def name(self) -> str:
