@@ -5,8 +5,9 @@ group also kills Spark's JVM and Python workers)::
 
     python subscribe_restart_probe.py BOOTSTRAP TOPIC GROUP
 
-The group's ``session.timeout.ms`` is 45 s: a driver that had to wait out its killed
-predecessor's session would take that long to get partitions. It prints ``STARTING`` just
+The group's ``session.timeout.ms`` is 90 s: a driver that has to wait out its killed
+predecessor's session gets no partition until 90 s after the kill, which is at least 50 s after
+its ``ssc.start()`` even when its JVM took 40 s to start. It prints ``STARTING`` just
 before ``ssc.start()`` and ``BATCH <records>`` after each batch with records; it never commits,
 so every run reads the topic from the start.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import sys
 
-SESSION_TIMEOUT_MS = 45_000
+SESSION_TIMEOUT_MS = 90_000
 
 
 def main() -> None:
