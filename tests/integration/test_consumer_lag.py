@@ -319,6 +319,7 @@ def test_a_broker_that_goes_down_turns_the_verdict_err_within_two_lag_intervals(
                timeout=60, interval=0.05)
     elapsed = time.monotonic() - down
 
-    # two intervals, plus 1 s for a loaded machine's scheduling
-    assert elapsed < 2 * 1.0 + 1.0, elapsed
+    # Two intervals, plus 5 s for a loaded machine's scheduling: far below the 30 s the
+    # look-up waited before.
+    assert elapsed < 2 * 1.0 + 5.0, elapsed
     assert stream.lag.verdict().cause.startswith("broker unreachable")
