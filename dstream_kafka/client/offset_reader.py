@@ -139,9 +139,11 @@ class KafkaOffsetReader:
         """Return the log start offset of each partition."""
         return self._offsets(self._consumer.beginning_offsets, tps)
 
-    def latest(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
-        """Return the log end offset (last stable offset under read_committed) of each partition."""
-        return self._offsets(self._consumer.end_offsets, tps)
+    def latest(self, tps: Sequence[TopicPartition],
+               timeout_ms: int = _TIMEOUT_MS) -> dict[TopicPartition, int]:
+        """Return the log end offset (last stable offset under read_committed) of each partition,
+        waiting at most ``timeout_ms`` for the brokers (then kafka-python's KafkaTimeoutError)."""
+        return self._offsets(self._consumer.end_offsets, tps, timeout_ms)
 
     def for_times(
         self, timestamps: Mapping[TopicPartition, int]
@@ -156,12 +158,13 @@ class KafkaOffsetReader:
         )
         return {tp: (None if found.get(tp) is None else found[tp].offset) for tp in timestamps}
 
-    def _offsets(self, lookup: Any, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+    def _offsets(self, lookup: Any, tps: Sequence[TopicPartition],
+                 timeout_ms: int = _TIMEOUT_MS) -> dict[TopicPartition, int]:
         if not tps:
             return {}
         from kafka import TopicPartition as KafkaTopicPartition
 
-        found = lookup([KafkaTopicPartition(*tp) for tp in tps], timeout_ms=_TIMEOUT_MS)
+        found = lookup([KafkaTopicPartition(*tp) for tp in tps], timeout_ms=timeout_ms)
         return {TopicPartition(*tp): offset for tp, offset in found.items()}
 
 

@@ -31,7 +31,7 @@ from dstream_kafka.plan.backpressure import RateController, create_rate_estimato
 from dstream_kafka.plan.commit_queue import COMMIT_WAIT_ON_STOP_S, CommitCallback, CommitQueue
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.plan.consumer_strategy import Assign, ConsumerStrategy
-from dstream_kafka.plan.driver_consumer import DriverConsumer
+from dstream_kafka.plan.driver_consumer import DriverConsumer, application_identity
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.monitor.lag import LagMonitor, log_end_lookup
 from dstream_kafka.client.latest_offsets import any_reachable, latest_offsets
@@ -197,7 +197,8 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
         self._member = DriverConsumer(consumerStrategy, self._group_id,
                                       conf.assignment_timeout_ms / 1000.0, self._stopping,
                                       lambda: self.currentOffsets, lambda: self.offsetStore,
-                                      subscribes=not isinstance(consumerStrategy, Assign))
+                                      subscribes=not isinstance(consumerStrategy, Assign),
+                                      application=self._application)
         #: Called with the assigned partitions before the start offsets are read.
         self._start_hooks: list[Callable[[set[TopicPartition]], None]] = []
 
@@ -206,6 +207,11 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
         before their start offsets are read (an exactly-once output ends the open
         transactions of a crashed run there, whose pending offsets would hold the read)."""
         self._start_hooks.append(hook)
+
+    def _application(self) -> str:
+        """What identifies this stream across restarts (its static group member's id)."""
+        layout = self.checkpoint_layout
+        return application_identity(None if layout is None else layout.root, self._sc.appName or "", self.id)
 
     @property
     def name(self) -> str:
@@ -237,8 +243,8 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
             # stop abandoned (still in its output) is refused instead of committing.
             self._store_epoch = self.offsetStore.epoch
         self._progress.start(self._conf.conf, str(self), f"{self._store_group}/{self.id}", self.id,
-                             store=self.offsetStore, group=self._store_group)
-        self._positions.on_data_loss = lambda: count_data_loss(self.id)
+                             store=self.offsetStore, group=self._store_group, context=self._ssc)
+        self._positions.on_data_loss = lambda: count_data_loss(self._progress.label)
         try:
             self.startOptions.check_cluster(self.consumerStrategy.client_configs)
             stored = self._positions.load(self.offsetStore)
@@ -447,7 +453,7 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
                            "planned and before executors read them; skipped (failOnDataLoss=false)",
                            lost.fromOffset, lost.untilOffset, lost.topic, lost.partition,
                            store_time)
-            count_data_loss(self.id)
+            count_data_loss(self._progress.label)
             if self.offsetStore is not None:
                 self.offsetStore.record_data_loss(self._store_group, lost.topicPartition(),
                                                   lost.fromOffset, lost.untilOffset, store_time,
@@ -578,6 +584,7 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
         answerable = not self._commits.in_flight() or any_reachable(servers)
         self._commits.deliver(wait_s=COMMIT_WAIT_ON_STOP_S if answerable else 0.0)
         self._member.close()
+        self._progress.stop()  # after the lag timer's: its series go from /metrics
 
 
 def _group_of(strategy: ConsumerStrategy) -> str | None:

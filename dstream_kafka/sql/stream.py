@@ -299,6 +299,7 @@ class KafkaDataFrameStream(ProgressAccessors):
             if self.offsetStore is not None:
                 self.offsetStore.close()  # a batch abandoned by the stop can no longer commit
             self._member.close()
+            self._progress.stop()  # its series go from /metrics
             self._done.set()
 
     def _run_batch(self, batch_time: int) -> bool:
