@@ -44,6 +44,7 @@ __all__ = [
     "OffsetsJsonError",
     "UnknownTopicPartitionError",
     "SparkConnectNotSupportedError",
+    "SparkConnectUnreachableError",
     "MissingDependencyError",
     "KafkaReadError",
     "WrongOffsetError",
@@ -91,6 +92,11 @@ class UnknownTopicPartitionError(ConfigurationError):
 class SparkConnectNotSupportedError(ConfigurationError):
     """An RDD or DStream call got a Spark Connect session, which has no RDDs; the message names
     the DataFrame call to use instead."""
+
+
+class SparkConnectUnreachableError(DStreamKafkaError, ConnectionError):
+    """No Spark Connect server answers at the session's URL; the message names the URL and
+    the fix."""
 
 
 class MissingDependencyError(DStreamKafkaError, ImportError):
