@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from dstream_kafka._kafka_internals import leader_host
-from dstream_kafka.errors import ConfigurationError, DStreamKafkaError, UnknownTopicPartitionError
+from dstream_kafka.errors import (BrokerTimeoutError, ConfigurationError, DStreamKafkaError,
+                                  UnknownTopicPartitionError)
 from dstream_kafka.client.configs import ClientConfigs, driver_consumer_config, params_fingerprint
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.client.param_checks import bootstrap_failure
@@ -161,8 +162,35 @@ class KafkaOffsetReader:
             return {}
         from kafka import TopicPartition as KafkaTopicPartition
 
-        found = lookup([KafkaTopicPartition(*tp) for tp in tps], timeout_ms=_TIMEOUT_MS)
+        from kafka.errors import KafkaTimeoutError
+
+        try:
+            found = lookup([KafkaTopicPartition(*tp) for tp in tps], timeout_ms=_TIMEOUT_MS)
+        except KafkaTimeoutError as exc:
+            raise self._lookup_timed_out(tps) from exc
         return {TopicPartition(*tp): offset for tp, offset in found.items()}
+
+    def _lookup_timed_out(self, tps: Sequence[TopicPartition]) -> DStreamKafkaError:
+        """The error for an offset look-up of ``tps`` that timed out: the partitions that are
+        gone from fresh metadata (a topic deleted moments before; the brokers answered its
+        look-ups with "unknown partition" until the timeout), else a broker that did not answer."""
+        try:
+            existing = self.existing_partitions({tp.topic for tp in tps})
+        except Exception:  # no fresh metadata either: the brokers do not answer
+            existing = None
+        gone = [tp for tp in tps if existing is not None and tp.partition not in existing[tp.topic]]
+        if gone:
+            names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in gone)
+            return UnknownTopicPartitionError(
+                f"Topic partition {names} no longer exists in the Kafka cluster at "
+                f"{self._bootstrap}: it was deleted while its offsets were looked up (the "
+                f"brokers answered 'unknown partition' for {_TIMEOUT_MS} ms); leave it out, or "
+                "recreate the topic and read it again")
+        return BrokerTimeoutError(
+            f"The Kafka cluster at {self._bootstrap} did not answer the offsets of "
+            f"{', '.join(f'{tp.topic}-{tp.partition}' for tp in tps)} within {_TIMEOUT_MS} ms "
+            "(a partition without a leader, or brokers overloaded); check the brokers and try "
+            "again")
 
 
 def _spans(parts: Iterable[int]) -> str:
