@@ -126,6 +126,7 @@ def _validate_against_cluster(configs: ClientConfigs, ranges: Sequence[OffsetRan
     if not tps:
         return
     with bootstrap_errors(configs), offset_reader(configs) as reader:
+        reader.refresh_metadata()
         reader.check_partitions(tps)
         reading = sorted({r.topicPartition() for r in ranges if r.count() > 0})
         earliest = reader.earliest(reading)

@@ -99,6 +99,11 @@ class KafkaOffsetReader:
             )
         return set(parts)
 
+    def refresh_metadata(self) -> None:
+        """Fetch fresh metadata (one round trip): a pooled reader's cached copy may still list
+        a topic deleted since, whose offset look-ups would then wait for their timeout."""
+        self._consumer.topics()
+
     def all_topics(self) -> set[str]:
         """Return the name of every topic in the cluster, from fresh metadata."""
         return set(self._consumer.topics())  # always a metadata round trip

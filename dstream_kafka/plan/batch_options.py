@@ -160,6 +160,7 @@ def resolve_offset_ranges(
     """
     opts = options if isinstance(options, BatchOptions) else BatchOptions.parse(options)
     with offset_reader(kafkaParams) as reader:
+        reader.refresh_metadata()
         assigned = _assigned(reader, opts.given)
         _check_covers(reader, opts.start, assigned)
         _check_covers(reader, opts.end, assigned)

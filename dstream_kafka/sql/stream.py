@@ -33,7 +33,6 @@ from dstream_kafka.plan.rate import (
 )
 from dstream_kafka.plan.stream_options import StartOptions
 from dstream_kafka.stores.base import check_offset_store
-from dstream_kafka.streaming.clock import graceful_stop_timeout_ms
 
 if TYPE_CHECKING:
     from dstream_kafka.stores.base import OffsetStore, TransactionalOffsetStore
@@ -147,8 +146,9 @@ class KafkaDataFrameStream(ProgressAccessors):
         self._conf.check_stream_settings()
         #: Seconds :meth:`stop` waits for the batch under way: ``spark.streaming.gracefulStopTimeout``
         #: when the session sets it, else 10 batch intervals (as a StreamingContext's graceful stop).
-        self.stopTimeout: float = graceful_stop_timeout_ms(
-            self._conf.graceful_stop_timeout_ms, int(self.batchDuration * 1000)) / 1000.0
+        timeout_ms = self._conf.graceful_stop_timeout_ms
+        self.stopTimeout: float = (10 * self.batchDuration if timeout_ms is None
+                                   else timeout_ms / 1000.0)
         self.perPartitionConfig = perPartitionConfig or DefaultPerPartitionConfig(self._conf)
         self._store_group = self._group_id or "dataframe-stream"
         self._positions = PartitionPositions(

@@ -138,8 +138,13 @@ def test_a_topic_deleted_just_before_planning_is_refused_naming_the_topic(spark,
     from dstream_kafka.errors import UnknownTopicPartitionError
 
     topic = _topic(kafka, unique("t"))
+    params = _params(kafka, unique("g"))
+    KafkaUtils.createDataFrameFromOptions(spark, params, subscribe=topic)  # metadata now cached
     kafka.delete_topic(topic)
-    # Whether the brokers still list it (then its offsets time out) or not any more, the error
-    # names the topic as gone: never kafka-python's KafkaTimeoutError.
-    with pytest.raises(UnknownTopicPartitionError, match=rf"{topic}.*(does not exist|no longer)"):
-        KafkaUtils.createDataFrameFromOptions(spark, _params(kafka, unique("g")), subscribe=topic)
+    # The pooled look-up client's cached metadata still lists the topic: it is refreshed
+    # first, so the call fails at once (the brokers would answer the offset look-ups with
+    # "unknown partition" until kafka-python's KafkaTimeoutError, after 30 s).
+    with pytest.raises(UnknownTopicPartitionError, match=rf"{topic}.*(does not exist|no longer exists)"):
+        KafkaUtils.createDataFrameFromOptions(spark, params, subscribe=topic)
+    with pytest.raises(UnknownTopicPartitionError, match=rf"{topic}.*(does not exist|no longer exists)"):
+        KafkaUtils.createDataFrame(spark, params, [OffsetRange(topic, 0, 0, 10)])
