@@ -12,6 +12,8 @@ Hierarchy::
     │   ├── InvalidOffsetRangeError              fromOffset > untilOffset, negative offsets
     │   ├── OffsetsJsonError                     malformed startingOffsets/endingOffsets JSON
     │   └── UnknownTopicPartitionError           a topic or partition the cluster does not have
+    ├── SparkConnectUnreachableError             no Spark Connect server answers at the URL
+    │                     (ConnectionError)
     ├── MissingDependencyError (ImportError)     an optional extra or a system tool is missing
     ├── KafkaReadError (RuntimeError)            executor-side reads that did not return the range
     │   ├── WrongOffsetError                     a record came back at another offset than asked
