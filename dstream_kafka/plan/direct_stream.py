@@ -478,24 +478,42 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
         ``df`` is the batch's DataFrame in Structured Streaming's Kafka schema
         (:meth:`~dstream_kafka.read.kafka_rdd.KafkaRDD.toDF`, ``headers`` with
         ``includeHeaders``); ``dstream_kafka.sql.offsetRanges(df)`` returns the batch's
-        ranges. ``batch_id`` is the batch time in epoch milliseconds: the same when a batch is
-        run again after a restart, and what ``stream.transaction(batch_id)`` takes. The
-        batch's offsets are committed (offset store, ``commitAsync`` queue) only after ``func``
-        and the batch's other outputs returned; when ``func`` raises, nothing is committed.
+        ranges. ``batch_id`` is the time in epoch milliseconds the batch was planned at, kept
+        by the offset store: a batch run again after a restart (its ranges replayed from the
+        store's write-ahead log) gets the ``batch_id`` of its first run, not the new engine
+        time, so a sink that keys its writes on ``batch_id`` writes it once. It is what
+        ``stream.transaction(batch_id)`` takes. The batch's offsets are committed (offset
+        store, ``commitAsync`` queue) only after ``func`` and the batch's other outputs
+        returned; when ``func`` raises, nothing is committed.
         """
         from dstream_kafka.streaming import datetime_to_ms
 
         def run(time: datetime, rdd: KafkaRDD) -> None:
-            func(rdd.toDF(includeHeaders=includeHeaders), datetime_to_ms(time))
+            func(rdd.toDF(includeHeaders=includeHeaders), self.batchId(datetime_to_ms(time)))
 
         self.foreachRDD(run)
+
+    def batchId(self, batch_time: Any) -> int:
+        """Return the id the offset store knows the batch at engine time ``batch_time`` by.
+
+        ``batch_time`` is the time ``foreachRDD(lambda time, rdd: ...)`` received (a datetime)
+        or epoch milliseconds. The id is that time, except for a batch replayed after a
+        restart (planned but not committed by an earlier run), which keeps the time of its
+        first run: the same range always has the same id. A batch this stream does not hold
+        (finished, or not planned) is answered with ``batch_time`` itself.
+        """
+        from dstream_kafka.streaming import datetime_to_ms
+
+        ms = batch_time if isinstance(batch_time, int) else datetime_to_ms(batch_time)
+        batch = self._planned.get(ms)
+        return ms if batch is None else batch.storeTime
 
     # ------------------------------------------------------------------ commits
     def transaction(self, batch_time: Any) -> Any:
         """Open the offset store's transaction for one batch, to write results in it.
 
         ``batch_time`` is the time ``foreachRDD(lambda time, rdd: ...)`` received (a datetime)
-        or epoch milliseconds. On normal exit the batch's offsets are committed in the same
+        or epoch milliseconds, or the ``batch_id`` ``foreachBatch`` passed. On normal exit the batch's offsets are committed in the same
         database transaction as everything written through the returned object; an exception
         rolls both back. Needs a transactional store (``OffsetStores.sqlite``/``postgres``).
         Once the stream was stopped, its batches' transactions are refused
@@ -518,6 +536,8 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
                 "offsetStore=OffsetStores.sqlite(path) or OffsetStores.postgres(dsn)")
         ms = batch_time if isinstance(batch_time, int) else datetime_to_ms(batch_time)
         batch = self._planned.get(ms)
+        if batch is None:  # a replayed batch's foreachBatch id is its store time
+            batch = next((b for b in list(self._planned.values()) if b.storeTime == ms), None)
         if batch is None:
             raise ConfigurationError(
                 f"no running batch at {batch_time!r}: call stream.transaction(time) with the time "
