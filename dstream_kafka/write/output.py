@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from dstream_kafka.client.security import check_credentials
-from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.errors import ConfigurationError, KafkaWriteError, OutputFencedError
 from dstream_kafka.offsets import OffsetRange
 from dstream_kafka.write.producers import consumer_settings, open_producer
 from dstream_kafka.write.settings import AT_LEAST_ONCE, EXACTLY_ONCE, OutputSettings, transactional_id
@@ -267,10 +267,37 @@ class KafkaOutput:
         def write(index: int, records: Any) -> Any:
             return write_exactly_once(settings, group, batch_ms, ranges[index], records)
 
-        counts = rdd.mapPartitionsWithIndex(write, preservesPartitioning=True).collect()
+        try:
+            counts = rdd.mapPartitionsWithIndex(write, preservesPartitioning=True).collect()
+        except Exception as error:
+            ours = _task_error(error)
+            if ours is None:
+                raise
+            raise ours from error
         log.info("exactly-once output wrote %d records for group %s in %d partition "
                  "transactions", sum(counts), group, sum(1 for r in ranges if r.count()))
         return int(sum(counts))
+
+
+# A write task's own error, as Spark's job failure quotes it (the task's traceback).
+_TASK_ERROR = re.compile(r"dstream_kafka\.errors\.(OutputFencedError|KafkaWriteError): ([^\n]+)")
+
+
+def _task_error(error: BaseException) -> KafkaWriteError | None:
+    """The :class:`OutputFencedError` or :class:`KafkaWriteError` a write task failed with,
+    found in the text of Spark's job failure ``error``; None for any other failure.
+
+    The driver raises it (chained from Spark's error, which keeps the task's traceback and
+    the client's raw error): a fenced driver stops with the error the guide names.
+    """
+    # The last: a traceback ends with the error the task raised (its causes come first).
+    found = None
+    for found in _TASK_ERROR.finditer(str(error)):
+        pass
+    if found is None:
+        return None
+    kind = OutputFencedError if found.group(1) == "OutputFencedError" else KafkaWriteError
+    return kind(found.group(2).strip())
 
 
 def _with_application_id(settings: OutputSettings, group: str) -> OutputSettings:

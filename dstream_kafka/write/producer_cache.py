@@ -171,10 +171,13 @@ def creations(key: ProducerKey) -> int:
 def stats() -> dict[str, int]:
     """Return this process's counters: ``creations``, ``hits``, ``discards`` (closed after a
     failure), ``evictions``, ``closes``, ``fenced_replacements`` (a cached transactional
-    producer found fenced and replaced), ``cached`` and ``pid``."""
+    producer found fenced and replaced), ``unsettled_replacements`` (a transactional producer
+    replaced, and its epoch bumped, after its commit or abort failed or timed out),
+    ``cached`` and ``pid``."""
     with _lock:
         out = {name: _counters[name] for name in ("creations", "hits", "discards", "evictions",
-                                                   "closes", "fenced_replacements")}
+                                                   "closes", "fenced_replacements",
+                                                   "unsettled_replacements")}
         out["cached"] = len(_cache)
     out["pid"] = os.getpid()
     return out

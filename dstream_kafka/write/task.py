@@ -23,13 +23,13 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from dstream_kafka.errors import OutputFencedError
+from dstream_kafka.errors import KafkaWriteError, OutputFencedError
 from dstream_kafka.offsets import OffsetRange
 from dstream_kafka.write import producer_cache
 from dstream_kafka.write.records import message_builder
 from dstream_kafka.write.settings import OutputSettings, serializer_for, transactional_id
 
-__all__ = ["write_at_least_once", "write_exactly_once"]
+__all__ = ["transaction_timeout_ms", "write_at_least_once", "write_exactly_once"]
 
 log = logging.getLogger(__name__)
 
@@ -106,9 +106,11 @@ def write_exactly_once(settings: OutputSettings, group: str, batch_time_ms: int,
     for attempt in (0, 1):
         lease = producer_cache.acquire(settings, txn_id, settings.cache)
         healthy = False
+        outcome = _Outcome()
         try:
-            count = _transaction(lease, group, batch_time_ms, r, build, records_left,
-                                 replace_if_fenced=attempt == 0 and not lease.fresh)
+            count = _transaction(settings, lease, group, batch_time_ms, r, build, records_left,
+                                 replace_if_fenced=attempt == 0 and not lease.fresh,
+                                 outcome=outcome)
             healthy = True
         except _StaleProducer:
             # Another worker ran this partition's task since this producer's last use and
@@ -119,16 +121,57 @@ def write_exactly_once(settings: OutputSettings, group: str, batch_time_ms: int,
             continue
         finally:
             producer_cache.release(lease, healthy)
+            if outcome.unsettled:
+                _replace_unsettled(settings, txn_id)
         yield count
         return
+
+
+class _Outcome:
+    """How a transaction ended, beyond its result: ``unsettled`` when its commit or abort
+    (EndTxn) failed or timed out, so its producer's last requests may still be in flight."""
+
+    __slots__ = ("unsettled",)
+
+    def __init__(self) -> None:
+        self.unsettled = False
+
+
+def _replace_unsettled(settings: OutputSettings, txn_id: str) -> None:
+    """Replace the producer of ``txn_id`` whose commit or abort failed, at once.
+
+    Without KIP-890 (librdkafka has none of it, kafka-python part), the broker cannot tell a
+    late produce request of the ended transaction from one of the next transaction of the same
+    producer epoch. A new producer's ``init_transactions`` completes or aborts the transaction
+    and bumps the epoch, so every request still in flight from the failed producer is fenced;
+    the new producer is kept for the partition's next task. When the brokers are unreachable
+    this fails too (within ``max.block.ms`` / ``transaction.timeout.ms``), and the next
+    attempt's ``init_transactions`` does the same.
+    """
+    lease = producer_cache.acquire(settings, txn_id, settings.cache)
+    initialised = False
+    try:
+        lease.producer.init()
+        initialised = True
+        producer_cache.count("unsettled_replacements")
+        log.warning("the transaction of %s did not end cleanly; its producer was replaced "
+                    "(the new epoch fences its late requests)", txn_id)
+    except Exception as error:
+        log.warning("replacing the producer of %s after its failed commit or abort failed "
+                    "(%s); the next attempt's init_transactions fences it",
+                    txn_id, type(error).__name__)
+    finally:
+        # Kept initialised: the next task of the partition takes it without init_transactions.
+        producer_cache.release(lease, initialised)
 
 
 class _StaleProducer(Exception):
     """A cached transactional producer turned out fenced before its transaction wrote."""
 
 
-def _transaction(lease: producer_cache.Lease, group: str, batch_time_ms: int, r: OffsetRange,
-                 build: Any, records: Iterator[Any], replace_if_fenced: bool) -> int:
+def _transaction(settings: OutputSettings, lease: producer_cache.Lease, group: str,
+                 batch_time_ms: int, r: OffsetRange, build: Any, records: Iterator[Any],
+                 replace_if_fenced: bool, outcome: _Outcome) -> int:
     producer = lease.producer
     if lease.fresh:
         producer.init()
@@ -144,8 +187,10 @@ def _transaction(lease: producer_cache.Lease, group: str, batch_time_ms: int, r:
         return 0
     if committed is not None and committed != r.fromOffset:
         raise OutputFencedError(_fenced_message(group, r, committed))
+    began = time.monotonic()
     producer.begin()
     count = 0
+    committing = False
     try:
         # The offsets go first: for a kept producer this is the transaction's first broker
         # call, so a producer fenced since its last task fails here, before any record is
@@ -160,18 +205,70 @@ def _transaction(lease: producer_cache.Lease, group: str, batch_time_ms: int, r:
         for record in records:
             producer.send(build(record))
             count += 1
+        committing = True
         producer.commit()
     except _StaleProducer:
         raise  # a fenced producer cannot abort; its transaction never commits
+    except Exception as error:
+        # A newer epoch of this transactional id exists when the producer is fenced: the
+        # broker aborted this transaction and no request of this producer can land any more,
+        # so there is nothing to abort or replace (a replacement would fence the newer one).
+        # librdkafka may fail a call without its fencing error (a SystemError out of flush
+        # seen with confluent-kafka 2.16); the abort's own error then tells.
+        evidence: Exception | None = error if producer.fenced(error) else None
+        if evidence is None:
+            abort_error = _abort(producer, r)
+            if abort_error is not None and producer.fenced(abort_error):
+                evidence = abort_error
+            outcome.unsettled = evidence is None and (committing or abort_error is not None)
+        if evidence is not None:  # chained from the client's fencing error
+            raise _fenced_error(settings, r, group, time.monotonic() - began) from evidence
+        raise
     except BaseException:
-        try:
-            producer.abort()
-        except Exception as abort_error:  # a fenced or dead producer cannot abort
-            log.warning("aborting the transaction of %s-%d failed (%s); the next attempt's "
-                        "init_transactions or the transaction timeout aborts it",
-                        r.topic, r.partition, type(abort_error).__name__)
+        _abort(producer, r)
         raise
     return count
+
+
+def _abort(producer: Any, r: OffsetRange) -> Exception | None:
+    """Abort the producer's transaction; return the abort's error, if any."""
+    try:
+        producer.abort()
+    except Exception as abort_error:  # a fenced or dead producer cannot abort
+        log.warning("aborting the transaction of %s-%d failed (%s: %s)", r.topic, r.partition,
+                    type(abort_error).__name__, abort_error)
+        return abort_error
+    return None
+
+
+def transaction_timeout_ms(settings: OutputSettings) -> int:
+    """The ``transaction.timeout.ms`` the output's producers run with (the client default,
+    60 s, unless set)."""
+    return int(settings.producer.get("transaction_timeout_ms", 60000))
+
+
+def _fenced_error(settings: OutputSettings, r: OffsetRange, group: str,
+                  elapsed_s: float) -> KafkaWriteError:
+    """The error of a transaction whose producer was fenced: by the broker when the
+    transaction outlived ``transaction.timeout.ms``, else by another producer of its id."""
+    where = f"{r.topic}-{r.partition} [{r.fromOffset}, {r.untilOffset})"
+    timeout_ms = transaction_timeout_ms(settings)
+    if elapsed_s * 1000 >= timeout_ms:
+        return KafkaWriteError(
+            f"the exactly-once transaction of {where} ran {elapsed_s:.1f} s and outlived "
+            f"transaction.timeout.ms={timeout_ms}: the broker aborted it and fenced its "
+            "producer, so nothing of it is visible and the group's offset did not move. Raise "
+            "transaction.timeout.ms in the output's kafkaParams (the broker caps it with "
+            "transaction.max.timeout.ms, 15 min by default), or make the batches or tasks "
+            "shorter (maxRatePerPartition, maxOffsetsPerTrigger, a shorter batch interval, "
+            "less work per record)")
+    return OutputFencedError(
+        f"the exactly-once transaction of {where} for group {group!r} was fenced after "
+        f"{elapsed_s:.1f} s (within transaction.timeout.ms={timeout_ms}) by another producer "
+        f"with its transactional.id: another driver of this application (the same "
+        "applicationId, or group.id by default) started or wrote this partition (or "
+        "a speculative copy of this task ran). Its transaction is aborted and this driver's batch fails, which stops its streaming "
+        "context; no record is written twice. Run one driver per application")
 
 
 def _fenced_message(group: str, r: OffsetRange, committed: int) -> str:

@@ -372,7 +372,9 @@ def run_kafka_eos(config: dict[str, Any], hook: CrashHook, incarnation: int) -> 
             say("OUTPUT", datetime_to_ms(batch_time), rdd.count())
 
     stream.foreachRDD(before)
-    KafkaOutput({"bootstrap.servers": config["bootstrap"]}, topic=config["output_topic"],
+    # output_params: the copier scenario (tests/crash/copier.py) bounds transaction steps.
+    KafkaOutput({"bootstrap.servers": config["bootstrap"], **config.get("output_params", {})},
+                topic=config["output_topic"],
                 guarantee="exactly-once").writeStream(stream.transform(effects))
     stream.foreachRDD(after)
     return _run_to_end(ssc, stream, config, hook, counter)

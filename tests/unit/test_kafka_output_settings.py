@@ -134,11 +134,12 @@ class _Fenced(Exception):
 
 class _FakeProducer:
     def __init__(self, committed: int | None = None, fail_send: bool = False,
-                 fenced: bool = False) -> None:
+                 fenced: bool = False, fail_commit: bool = False) -> None:
         self.calls: list[str] = []
         self._committed = committed
         self._fail_send = fail_send
         self._fenced = fenced
+        self._fail_commit = fail_commit
 
     def fenced(self, error: BaseException) -> bool:
         return isinstance(error, _Fenced)
@@ -148,6 +149,8 @@ class _FakeProducer:
             self.calls.append(name)
             if name == "send" and self._fail_send:
                 raise RuntimeError("broker gone")
+            if name in ("commit", "abort") and self._fail_commit:
+                raise RuntimeError(f"{name} timed out")
             if name == "send_offsets" and self._fenced:
                 raise _Fenced("another producer of this transactional.id was initialised")
             return self._committed if name == "committed" else None
@@ -196,9 +199,68 @@ def test_a_kept_producer_fenced_before_writing_is_replaced_and_the_transaction_r
 def test_a_new_producer_found_fenced_fails_the_task_without_a_retry(
         monkeypatch, no_kept_producers) -> None:
     producer = _FakeProducer(committed=5, fenced=True)
-    with pytest.raises(_Fenced):
+    with pytest.raises(OutputFencedError, match="another driver of this application") as caught:
         _run(monkeypatch, producer, [(b"k", b"v")])
-    assert producer.calls.count("init") == 1 and producer.calls[-2:] == ["abort", "close"]
+    assert isinstance(caught.value.__cause__, _Fenced)  # the client's own error, chained
+    # A fenced producer cannot abort (the broker aborted its transaction) and is dropped.
+    assert producer.calls.count("init") == 1 and "abort" not in producer.calls
+    assert producer.calls[-1] == "close"
+
+
+def test_a_failed_commit_replaces_the_producer_at_once_and_keeps_the_initialised_one(
+        monkeypatch, no_kept_producers) -> None:
+    failing = _FakeProducer(committed=5, fail_commit=True)
+    replacement = _FakeProducer(committed=5)
+    with pytest.raises(RuntimeError, match="commit timed out"):
+        _run(monkeypatch, failing, [(b"k", b"v")], 10, replacement)
+    assert failing.calls[-3:] == ["commit", "abort", "close"]
+    assert replacement.calls == ["init"]  # its epoch fences the failed producer's requests
+    assert producer_cache.stats()["unsettled_replacements"] >= 1
+    # The next task takes the replacement as it is: no second init_transactions.
+    assert _run(monkeypatch, _FakeProducer(), [(b"k", b"v")]) == [1]
+    assert replacement.calls[1:] == ["committed", "begin", "send_offsets", "send", "commit"]
+
+
+def test_a_failed_record_with_a_clean_abort_does_not_replace_the_producer_at_once(
+        monkeypatch, no_kept_producers) -> None:
+    producer = _FakeProducer(fail_send=True)
+    unused = _FakeProducer()
+    with pytest.raises(RuntimeError, match="broker gone"):
+        _run(monkeypatch, producer, [(b"k", b"v")], 10, unused)
+    assert unused.calls == []
+
+
+@pytest.mark.parametrize("elapsed_s, kind, says", [
+    (25.0, "KafkaWriteError", "outlived transaction.timeout.ms=20000"),
+    (3.0, "OutputFencedError", "another driver of this application")])
+def test_a_fenced_transaction_is_told_apart_by_whether_it_outlived_its_timeout(
+        elapsed_s: float, kind: str, says: str) -> None:
+    settings = _settings({"transaction.timeout.ms": 20000}, guarantee="exactly-once",
+                         application_id="app")
+    error = write_task._fenced_error(settings, OffsetRange("in", 0, 5, 10), "g", elapsed_s)
+    assert type(error).__name__ == kind and says in str(error)
+    if kind == "KafkaWriteError":
+        assert "Raise transaction.timeout.ms" in str(error)
+        assert "make the batches or tasks shorter" in str(error)
+
+
+def test_the_driver_raises_the_write_task_s_own_error_found_in_spark_s_job_failure() -> None:
+    from dstream_kafka.errors import KafkaWriteError
+    from dstream_kafka.write.output import _task_error
+
+    spark_text = ("An error occurred while calling o1.collect.\n"
+                  "org.apache.spark.api.python.PythonException: Traceback (most recent call "
+                  "last):\n  File ...\nkafka.errors.ProducerFencedError: [Error 90]\n"
+                  "dstream_kafka.errors.KafkaWriteError: Kafka refused 1 record(s)\n\n"
+                  "The above exception was the direct cause of the following exception:\n\n"
+                  "dstream_kafka.errors.OutputFencedError: the transaction was fenced\n"
+                  "\tat org.apache.spark...")
+    found = _task_error(RuntimeError(spark_text))
+    assert type(found) is OutputFencedError and str(found) == "the transaction was fenced"
+    timed_out = _task_error(RuntimeError(
+        "PythonException: ...\ndstream_kafka.errors.KafkaWriteError: outlived it\n"))
+    assert type(timed_out) is KafkaWriteError and str(timed_out) == "outlived it"
+    assert _task_error(RuntimeError("ValueError: a bad record")) is None
 
 
 def test_a_failed_send_aborts_the_transaction_closes_the_producer_and_fails_the_task(
