@@ -81,6 +81,7 @@ __all__ = [
     "INTERNALS",
     "PipelinedRDD",
     "active_context",
+    "connect_channel",
     "context_stopped",
     "default_filesystem",
     "detached_rdd",
@@ -120,6 +121,7 @@ INTERNALS: dict[str, str] = {
     "worker_python": "SparkContext.pythonExec",
     "run_daemon": "pyspark.daemon.manager",
     "gateway_in_own_session": "pyspark.java_gateway.launch_gateway(conf, popen_kwargs)",
+    "connect_channel": "SparkConnectClient._channel / SparkConnectClient._builder.endpoint",
 }
 
 
