@@ -11,6 +11,8 @@ degrading a running stream. The tested range is pinned in ``setup.cfg``.
 
 from __future__ import annotations
 
+import threading
+
 from operator import attrgetter
 from typing import Any, Callable
 
@@ -133,6 +135,40 @@ def leader_host(consumer: Any, tp: TopicPartition) -> str | None:
         return None
     broker = cluster.broker_metadata(leader)
     return None if broker is None else str(broker.host)
+
+
+def producer_partitions(producer: Any, topic: str, timeout_ms: int,
+                        refresh: bool = False) -> int | None:
+    """Return how many partitions ``topic`` has in ``KafkaProducer`` ``producer``'s metadata,
+    waiting at most ``timeout_ms`` for it; None when the topic is not there by then.
+
+    ``KafkaProducer._wait_on_metadata`` with the caller's bound: the public
+    ``partitions_for`` (and ``send``) wait ``max.block.ms``, 60 s by default, for a topic that
+    does not exist, and ``max.block.ms`` also bounds ``init_transactions``. ``refresh``
+    first fetches fresh metadata (``_metadata.request_update()``, sent by the producer's
+    sender thread), as the Java producer does for a partition past the known count: the
+    kept metadata is otherwise refreshed every ``metadata.max.age.ms`` only.
+
+    Raises
+    ------
+    kafka.errors.KafkaError
+        A non-retriable metadata error (topic authorization ...).
+    """
+    from kafka.errors import KafkaTimeoutError
+
+    if refresh:
+        updated = threading.Event()
+        future = _internal(producer, "_metadata", "KafkaProducer").request_update()
+        future.add_both(lambda *_: updated.set())
+        _internal(_internal(producer, "_sender", "KafkaProducer"), "wakeup",
+                  "KafkaProducer._sender")()
+        updated.wait(max(timeout_ms, 1) / 1000)
+    wait = _internal(producer, "_wait_on_metadata", "KafkaProducer")
+    try:
+        found = wait(topic, max(int(timeout_ms), 1))
+    except KafkaTimeoutError:
+        return None
+    return len(found) if found else None
 
 
 def transaction_step(producer: Any, step: str, *args: Any, timeout_ms: int) -> bool:

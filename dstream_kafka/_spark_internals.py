@@ -45,6 +45,8 @@ read_stream_bytes          commons-io ``IOUtils.toByteArray(InputStream)`` the j
                                                                            2.18.0 in 4.0, 2.21.0
                                                                            in 4.1, 2.22.0 in 4.2+
 worker_python              ``SparkContext.pythonExec``                     nothing
+connect_channel            Spark Connect's ``SparkConnectClient._channel``  checked in 4.3.0 only
+                           (a ``grpc.Channel``) and ``_builder.endpoint``
 run_daemon                 ``pyspark.daemon.manager()``, no arguments      its body (below)
 ========================== =============================================== =====================
 
@@ -79,6 +81,7 @@ __all__ = [
     "INTERNALS",
     "PipelinedRDD",
     "active_context",
+    "connect_channel",
     "context_stopped",
     "default_filesystem",
     "detached_rdd",
@@ -118,6 +121,7 @@ INTERNALS: dict[str, str] = {
     "worker_python": "SparkContext.pythonExec",
     "run_daemon": "pyspark.daemon.manager",
     "gateway_in_own_session": "pyspark.java_gateway.launch_gateway(conf, popen_kwargs)",
+    "connect_channel": "SparkConnectClient._channel / SparkConnectClient._builder.endpoint",
 }
 
 
@@ -283,3 +287,10 @@ def gateway_in_own_session(conf: Any) -> Any:
     from pyspark.java_gateway import launch_gateway
 
     return launch_gateway(conf, popen_kwargs={"start_new_session": True})
+
+
+def connect_channel(spark: Any) -> tuple[Any, str]:
+    """Return the gRPC channel of a Spark Connect session's client and the ``host:port`` it
+    connects to (the URL's endpoint: no token or other parameter)."""
+    client = spark.client
+    return client._channel, str(client._builder.endpoint)

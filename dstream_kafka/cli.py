@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import select
 import sys
 from typing import Any, Callable, Sequence
 
@@ -313,10 +315,47 @@ def _read_input(path: str, option: str) -> str:
             "save the offsets as UTF-8 and try again; nothing was written") from None
 
 
+#: The exit code of a command whose reader closed standard output (``| head``): a Unix tool
+#: killed by SIGPIPE exits 128 + 13 in the shell's words.
+EXIT_PIPE_CLOSED = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``dstream-kafka``; returns the process exit code (0 success, 1 failure, 2 usage)."""
+    """Run ``dstream-kafka``; returns the process exit code (0 success, 1 failure, 2 usage,
+    :data:`EXIT_PIPE_CLOSED` when the reader of standard output stopped early, as in
+    ``dstream-kafka offsets history ... | head``: the command then ends quietly, like a Unix
+    tool, instead of a BrokenPipeError traceback)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # argparse drops its own output (--help, --version) into a closed pipe
+    try:
+        code = _run(parser, args)
+        sys.stdout.flush()  # a reader that stopped early is found here, not at the exit's flush
+        return code
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise  # a broken connection of a client, not our reader: the error it is
+        # Python flushes stdout once more at exit: send what is left nowhere, silently.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_PIPE_CLOSED
+
+
+def _stdout_closed() -> bool:
+    """Whether the reader of standard output has gone (a pipe or socket with no reader left)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    if not hasattr(select, "poll"):
+        return True  # no poll (Windows): a BrokenPipeError seen here is most likely stdout's
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Run the parsed command; returns its exit code."""
     try:
         if args.command == "broker":
             from dstream_kafka.operate.services import broker_process

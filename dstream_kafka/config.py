@@ -39,6 +39,7 @@ __all__ = [
     "CONSUMER_CACHE_MAX_CAPACITY",
     "CONSUMER_POLL_MS",
     "PRODUCER_CACHE_ENABLED",
+    "PRODUCER_TOPIC_WAIT",
     "DEFAULTS",
     "FILE_STREAM_MIN_REMEMBER",
     "GRACEFUL_STOP_TIMEOUT",
@@ -109,6 +110,9 @@ CONSUMER_BACKENDS = ("kafka-python", "confluent-kafka")
 #: Ours: the Kafka output keeps one producer per Python worker (and input partition, for
 #: exactly-once) across tasks and batches, instead of one per task (dstream_kafka.write).
 PRODUCER_CACHE_ENABLED = "spark.streaming.kafka.producer.cache.enabled"
+#: Ours: how long a Kafka output's write task waits for a record's topic to appear in the
+#: metadata before it fails naming the topic (the clients would wait 60 s, or longer).
+PRODUCER_TOPIC_WAIT = "spark.streaming.kafka.producer.topicWait.ms"
 
 # Progress and metrics (dstream_kafka.plan.progress, dstream_kafka.ui.metrics).
 #: File each completed batch's progress is appended to as one JSON line (unset: none).
@@ -154,6 +158,7 @@ DEFAULTS: Mapping[str, str | None] = {
     NETWORK_TIMEOUT: "120s",
     CONSUMER_BACKEND: "kafka-python",
     PRODUCER_CACHE_ENABLED: "true",
+    PRODUCER_TOPIC_WAIT: "10s",
     PROGRESS_JSON_PATH: None,  # unset: no progress file
     METRICS_PROMETHEUS_PORT: None,  # unset: no metrics endpoint
     UI_PORT: None,  # unset: no Streaming page
@@ -337,6 +342,11 @@ class SparkConfReader:
     def producer_cache_enabled(self) -> bool:
         """``spark.streaming.kafka.producer.cache.enabled`` (default true)."""
         return self.get_bool(PRODUCER_CACHE_ENABLED)
+
+    @property
+    def producer_topic_wait_ms(self) -> int:
+        """``spark.streaming.kafka.producer.topicWait.ms`` (default 10s)."""
+        return self.get_time_ms(PRODUCER_TOPIC_WAIT)
 
     @property
     def consumer_cache_pre_position(self) -> bool:
@@ -595,4 +605,7 @@ _STREAM_PROPERTIES = (
     "pid_derived", "pid_min_rate", "stop_gracefully_on_shutdown", "concurrent_jobs",
     "polling_delay_ms",
     "consumer_backend", "lag_interval_ms",
+    # Read by the Kafka output on the executors, so a bad value would fail only when a batch
+    # writes: the configuration page promises every key fails at createDirectStream.
+    "producer_cache_enabled",
 )

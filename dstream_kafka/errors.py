@@ -12,6 +12,8 @@ Hierarchy::
     │   ├── InvalidOffsetRangeError              fromOffset > untilOffset, negative offsets
     │   ├── OffsetsJsonError                     malformed startingOffsets/endingOffsets JSON
     │   └── UnknownTopicPartitionError           a topic or partition the cluster does not have
+    ├── SparkConnectUnreachableError             no Spark Connect server answers at the URL
+    │                     (ConnectionError)
     ├── MissingDependencyError (ImportError)     an optional extra or a system tool is missing
     ├── KafkaReadError (RuntimeError)            executor-side reads that did not return the range
     │   ├── WrongOffsetError                     a record came back at another offset than asked
@@ -44,6 +46,7 @@ __all__ = [
     "OffsetsJsonError",
     "UnknownTopicPartitionError",
     "SparkConnectNotSupportedError",
+    "SparkConnectUnreachableError",
     "MissingDependencyError",
     "KafkaReadError",
     "WrongOffsetError",
@@ -91,6 +94,11 @@ class UnknownTopicPartitionError(ConfigurationError):
 class SparkConnectNotSupportedError(ConfigurationError):
     """An RDD or DStream call got a Spark Connect session, which has no RDDs; the message names
     the DataFrame call to use instead."""
+
+
+class SparkConnectUnreachableError(DStreamKafkaError, ConnectionError):
+    """No Spark Connect server answers at the session's URL; the message names the URL and
+    the fix."""
 
 
 class MissingDependencyError(DStreamKafkaError, ImportError):

@@ -23,7 +23,7 @@ from dstream_kafka._spark_internals import (
 from dstream_kafka.read.kafka_rdd import KafkaRDD
 from dstream_kafka.read.settings import read_settings
 from dstream_kafka.client.offset_reader import offset_reader
-from dstream_kafka.plan.batch_options import BatchOptions, resolve_offset_ranges
+from dstream_kafka.plan.batch_options import BatchOptions, check_end, resolve_offset_ranges
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.read.placement import (
     LocationStrategy,
@@ -126,19 +126,13 @@ def _validate_against_cluster(configs: ClientConfigs, ranges: Sequence[OffsetRan
     if not tps:
         return
     with bootstrap_errors(configs), offset_reader(configs) as reader:
+        reader.refresh_metadata()
         reader.check_partitions(tps)
         reading = sorted({r.topicPartition() for r in ranges if r.count() > 0})
         earliest = reader.earliest(reading)
         latest = reader.latest(reading)
     for r in ranges:
-        end = latest.get(r.topicPartition())
-        if r.count() > 0 and end is not None and r.untilOffset > end:
-            raise InvalidOffsetRangeError(
-                f"{r} ends past the end of the log of topic {r.topic} partition {r.partition}: "
-                f"the log ends at {end} (the next offset to be written), so offsets "
-                f"[{max(end, r.fromOffset)}, {r.untilOffset}) do not exist yet; end the range at "
-                f"{end} or less, or create the RDD once they are written"
-            )
+        check_end(r, latest.get(r.topicPartition()))
         start = earliest.get(r.topicPartition())
         if r.count() > 0 and start is not None and r.fromOffset < start:
             raise DataLossError(

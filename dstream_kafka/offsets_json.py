@@ -42,6 +42,13 @@ _PARTITIONS_EXAMPLE = '{"topicA":[0,1],"topicB":[0,1]}'
 _RANGES_EXAMPLE = '[{"topic":"topicA","partition":0,"fromOffset":23,"untilOffset":42}]'
 _RANGE_KEYS = ("topic", "partition", "fromOffset", "untilOffset")
 _DECIMAL = re.compile(r"[0-9]+")
+#: Deepest nesting of arrays and objects read. Offsets JSON nests two levels; far deeper input
+#: is refused before the parser, which would otherwise hit Python's recursion limit.
+MAX_NESTING = 100
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]")
+#: Characters of the input an error message shows.
+_SHOWN = 200
 
 
 class _JsonProblem(Exception):
@@ -61,11 +68,26 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def _nesting(text: str) -> int:
+    """Return how deep arrays and objects nest in ``text`` (brackets inside strings ignored)."""
+    if text.count("[") + text.count("{") <= MAX_NESTING:
+        return 0  # cannot be too deep: the usual case costs two counts
+    depth = deepest = 0
+    for bracket in _NOT_BRACKET.sub("", _STRING.sub('""', text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
 def _load(text: Any) -> Any:
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8")
     if not isinstance(text, str):
         raise _JsonProblem(f"expected a JSON string, got {type(text).__name__}")
+    deepest = _nesting(text)
+    if deepest > MAX_NESTING:
+        raise _JsonProblem(f"arrays and objects nest {deepest} levels deep, over the limit of {MAX_NESTING} "
+                           "(offsets JSON nests 2)")
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
@@ -73,7 +95,10 @@ def _load(text: Any) -> Any:
 
 
 def _fail(field: str, problem: str, example: str, text: Any) -> OffsetsJsonError:
-    return OffsetsJsonError(f"Invalid {field}: {problem}. Expected e.g. {example}, got {text}")
+    shown = text
+    if isinstance(text, str) and len(text) > _SHOWN:
+        shown = f"{text[:_SHOWN]}... ({len(text)} characters)"
+    return OffsetsJsonError(f"Invalid {field}: {problem}. Expected e.g. {example}, got {shown}")
 
 
 def _is_int(value: Any) -> bool:

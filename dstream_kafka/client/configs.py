@@ -6,17 +6,19 @@ the offset look-up consumer's and their fingerprint. The other clients get their
 the stream's driver consumer (:func:`stream_driver_config`), the offset look-up consumer
 (:func:`driver_consumer_config`) and the Kafka group store's clients
 (:func:`store_client_config`). :func:`bootstrap_errors` explains a client's failure to reach
-its brokers, and :func:`params_fingerprint` identifies settings without showing them.
+its brokers (:func:`bootstrapped_client` opens a store's client the same way), and
+:func:`params_fingerprint` identifies settings without showing them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 # Through the module, not its names: the translation is one function that tests may watch.
 from dstream_kafka.client import kafka_params
@@ -28,6 +30,7 @@ from dstream_kafka.errors import ConfigurationError
 __all__ = [
     "ClientConfigs",
     "bootstrap_errors",
+    "bootstrapped_client",
     "driver_consumer_config",
     "params_fingerprint",
     "store_client_config",
@@ -178,6 +181,38 @@ def bootstrap_errors(kafkaParams: Mapping[str, Any] | ClientConfigs) -> Iterator
         if error is None:
             raise
         raise error from None
+
+
+_Client = TypeVar("_Client")
+
+
+def bootstrapped_client(factory: Callable[..., _Client], config: Mapping[str, Any]) -> _Client:
+    """Return ``factory(**config)``, a kafka-python client, opened as :func:`bootstrap_errors`
+    opens createRDD's, all within ``config``'s ``bootstrap_timeout_ms`` (default 30000).
+
+    SASL credentials the brokers refuse raise
+    :class:`~dstream_kafka.errors.KafkaAuthenticationError` first
+    (:func:`~dstream_kafka.client.security.check_credentials`); the client then gets the time that
+    check left, so a listener that never completes the handshake (SASL against PLAINTEXT) costs
+    ``bootstrap_timeout_ms`` once, not twice. No bootstrap server reached in time raises
+    :func:`~dstream_kafka.client.param_checks.bootstrap_failure`'s
+    :class:`~dstream_kafka.errors.BrokerTimeoutError`, naming the configured bound; any other
+    exception passes unchanged.
+    """
+    import kafka
+
+    timeout_ms = int(config.get("bootstrap_timeout_ms") or 30000)
+    started = time.monotonic()
+    # The check logs in with a consumer: it takes only a consumer's settings.
+    check_credentials({k: v for k, v in config.items() if k in kafka.KafkaConsumer.DEFAULT_CONFIG})
+    left_ms = max(1, timeout_ms - int((time.monotonic() - started) * 1000))
+    try:
+        return factory(**{**config, "bootstrap_timeout_ms": left_ms})
+    except Exception as exc:
+        error = bootstrap_failure(config, exc)
+        if error is None:
+            raise
+        raise error from exc
 
 
 def _callable_identity(value: Any) -> str:

@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from dstream_kafka._kafka_internals import leader_host
-from dstream_kafka.errors import ConfigurationError, DStreamKafkaError, UnknownTopicPartitionError
+from dstream_kafka.errors import (BrokerTimeoutError, ConfigurationError, DStreamKafkaError,
+                                  UnknownTopicPartitionError)
 from dstream_kafka.client.configs import ClientConfigs, driver_consumer_config, params_fingerprint
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.client.param_checks import bootstrap_failure
@@ -98,6 +99,11 @@ class KafkaOffsetReader:
             )
         return set(parts)
 
+    def refresh_metadata(self) -> None:
+        """Fetch fresh metadata (one round trip): a pooled reader's cached copy may still list
+        a topic deleted since, whose offset look-ups would then wait for their timeout."""
+        self._consumer.topics()
+
     def all_topics(self) -> set[str]:
         """Return the name of every topic in the cluster, from fresh metadata."""
         return set(self._consumer.topics())  # always a metadata round trip
@@ -139,9 +145,12 @@ class KafkaOffsetReader:
         """Return the log start offset of each partition."""
         return self._offsets(self._consumer.beginning_offsets, tps)
 
-    def latest(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
-        """Return the log end offset (last stable offset under read_committed) of each partition."""
-        return self._offsets(self._consumer.end_offsets, tps)
+    def latest(self, tps: Sequence[TopicPartition],
+               timeout_ms: int = _TIMEOUT_MS) -> dict[TopicPartition, int]:
+        """Return the log end offset (last stable offset under read_committed) of each partition,
+        waiting at most ``timeout_ms`` for the brokers (then BrokerTimeoutError, or
+        UnknownTopicPartitionError for a partition deleted meanwhile)."""
+        return self._offsets(self._consumer.end_offsets, tps, timeout_ms)
 
     def for_times(
         self, timestamps: Mapping[TopicPartition, int]
@@ -156,13 +165,50 @@ class KafkaOffsetReader:
         )
         return {tp: (None if found.get(tp) is None else found[tp].offset) for tp in timestamps}
 
-    def _offsets(self, lookup: Any, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+    def _offsets(self, lookup: Any, tps: Sequence[TopicPartition],
+                 timeout_ms: int = _TIMEOUT_MS) -> dict[TopicPartition, int]:
         if not tps:
             return {}
         from kafka import TopicPartition as KafkaTopicPartition
 
-        found = lookup([KafkaTopicPartition(*tp) for tp in tps], timeout_ms=_TIMEOUT_MS)
+        from kafka.errors import KafkaTimeoutError
+
+        try:
+            found = lookup([KafkaTopicPartition(*tp) for tp in tps], timeout_ms=timeout_ms)
+        except KafkaTimeoutError as exc:
+            raise self._lookup_timed_out(tps, timeout_ms) from exc
         return {TopicPartition(*tp): offset for tp, offset in found.items()}
+
+    def _lookup_timed_out(self, tps: Sequence[TopicPartition],
+                          timeout_ms: int) -> DStreamKafkaError:
+        """The error for an offset look-up of ``tps`` that timed out: the partitions that are
+        gone from fresh metadata (a topic deleted moments before; the brokers answered its
+        look-ups with "unknown partition" until the timeout), else a broker that did not answer."""
+        from dstream_kafka.client.latest_offsets import any_reachable
+
+        servers = self._bootstrap
+        servers = servers if isinstance(servers, str) else ",".join(map(str, servers or ()))
+        existing: dict[str, set[int]] | None = None
+        # kafka-python's metadata fetch has no bound: ask only brokers that accept connections
+        # (the lag timer calls this with a broker down, and must see the error in time)
+        if any_reachable(servers):
+            try:
+                existing = self.existing_partitions({tp.topic for tp in tps})
+            except Exception:  # no fresh metadata either: the brokers do not answer
+                existing = None
+        gone = [tp for tp in tps if existing is not None and tp.partition not in existing[tp.topic]]
+        if gone:
+            names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in gone)
+            return UnknownTopicPartitionError(
+                f"Topic partition {names} no longer exists in the Kafka cluster at "
+                f"{self._bootstrap}: it was deleted while its offsets were looked up (the "
+                f"brokers answered 'unknown partition' for {timeout_ms} ms); leave it out, or "
+                "recreate the topic and read it again")
+        return BrokerTimeoutError(
+            f"The Kafka cluster at {self._bootstrap} did not answer the offsets of "
+            f"{', '.join(f'{tp.topic}-{tp.partition}' for tp in tps)} within {timeout_ms} ms "
+            "(a partition without a leader, or brokers overloaded); check the brokers and try "
+            "again")
 
 
 def _spans(parts: Iterable[int]) -> str:

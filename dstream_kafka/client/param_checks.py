@@ -117,7 +117,8 @@ def check_bootstrap_servers(value: Any) -> str | list[str]:
     return value
 
 
-def bootstrap_failure(config: Mapping[str, Any], exc: BaseException) -> BrokerTimeoutError | None:
+def bootstrap_failure(config: Mapping[str, Any], exc: BaseException,
+                      sasl_refused: bool = False) -> BrokerTimeoutError | None:
     """Return the error to raise when a client could not reach any bootstrap server.
 
     ``config`` are the client's kafka-python settings and ``exc`` what its constructor
@@ -126,7 +127,9 @@ def bootstrap_failure(config: Mapping[str, Any], exc: BaseException) -> BrokerTi
     the returned error names the servers, the bound and its key, and the likely causes: no
     broker at that address, or a ``security.protocol`` that does not match the listener (a
     SASL or SSL handshake against a PLAINTEXT listener never completes, and the reverse).
-    Returns None for any other exception.
+    ``sasl_refused``: the broker answered the SASL handshake with ``IllegalSaslState`` (its
+    listener is no SASL listener), known at the first connection; the error says so instead
+    of naming the bound. Returns None for any other exception.
     """
     from kafka.errors import KafkaTimeoutError
 
@@ -143,6 +146,14 @@ def bootstrap_failure(config: Mapping[str, Any], exc: BaseException) -> BrokerTi
         cause = (f"the client uses security.protocol={protocol}: against a PLAINTEXT listener "
                  "(or one of another protocol) the handshake never completes, so set "
                  "security.protocol to the listener's protocol; or no broker listens there")
+    if sasl_refused:
+        return BrokerTimeoutError(
+            f"Could not reach any Kafka broker at bootstrap.servers={shown}: the broker refused "
+            "the SASL handshake (IllegalSaslState), so that listener is not a SASL listener. "
+            f"Likely cause: the client uses security.protocol={protocol} against a PLAINTEXT "
+            "listener (or one of another protocol): set security.protocol to the listener's "
+            "protocol, or give bootstrap.servers the brokers' SASL listener"
+        )
     return BrokerTimeoutError(
         f"Could not reach any Kafka broker at bootstrap.servers={shown} within "
         f"bootstrap.timeout.ms={timeout} ms. Likely cause: {cause}. Raise bootstrap.timeout.ms "

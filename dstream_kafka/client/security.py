@@ -28,7 +28,7 @@ from dstream_kafka.client.keystores import (
     write_private,
 )
 from dstream_kafka.client.log_redaction import protect_client_logs
-from dstream_kafka.client.param_checks import is_secret_key
+from dstream_kafka.client.param_checks import bootstrap_failure, is_secret_key
 
 __all__ = ["SECURITY_KEYS", "check_credentials", "parse_jaas", "security_config"]
 
@@ -226,17 +226,21 @@ class _AuthFailures(logging.Handler):
     A refused login reaches kafka-python as the broker's error response followed by the close
     of the connection; kafka-python 3.0 drops the response when both arrive in one read and
     then logs only "socket disconnected". So both count: the broker's reason when it was
-    read, and connections the broker closed after they were established.
+    read, and connections the broker closed after they were established. A listener that
+    is no SASL listener answers the handshake with ``IllegalSaslState``: noted as well.
     """
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.reason = ""
         self.closed = 0
+        self.not_sasl = False
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        if "SaslAuthenticationFailedError" in message and not self.reason:
+        if "IllegalSaslStateError" in message:
+            self.not_sasl = True
+        elif "SaslAuthenticationFailedError" in message and not self.reason:
             # kafka-python quotes the broker's reason, which never holds the password.
             reason = message.rsplit("SaslAuthenticationFailedError:", 1)[-1].strip()
             self.reason = reason.split(" (backoff")[0].rstrip(")")
@@ -253,15 +257,20 @@ def check_credentials(config: Mapping[str, Any], attempt_ms: int = 1500) -> None
 
     Does nothing without SASL PLAIN or SCRAM. Otherwise opens short-lived clients
     (``attempt_ms`` each) until one bootstraps (return), the brokers answer the login with an
-    authentication error or close :data:`CLOSED_LOGINS` established connections (raise), or
-    ``bootstrap_timeout_ms`` (default 30000) has passed (return: the caller's client then
-    reports an unreachable broker as before).
+    authentication error or close :data:`CLOSED_LOGINS` established connections (raise), a
+    broker refuses the SASL handshake itself (raise at once: its listener is no SASL
+    listener), or ``bootstrap_timeout_ms`` (default 30000) has passed (raise: the caller's
+    client would report the same after waiting as long again).
 
     Raises
     ------
     KafkaAuthenticationError
         Naming the servers, the mechanism, the user and the brokers' reason; never the
         password.
+    BrokerTimeoutError
+        :func:`~dstream_kafka.client.param_checks.bootstrap_failure`'s error: no broker
+        bootstrapped within ``bootstrap_timeout_ms``, or the listener refused the SASL
+        handshake (a PLAINTEXT or SSL listener).
     """
     protocol = str(config.get("security_protocol", "PLAINTEXT"))
     if not protocol.startswith("SASL") or config.get("sasl_mechanism") not in (
@@ -273,6 +282,7 @@ def check_credentials(config: Mapping[str, Any], attempt_ms: int = 1500) -> None
     probe = {k: v for k, v in config.items() if not k.endswith("_deserializer")}
     probe.update(group_id=None, enable_auto_commit=False)
     deadline = time.monotonic() + int(config.get("bootstrap_timeout_ms") or 30000) / 1000
+    last_error: BaseException = KafkaTimeoutError("Unable to bootstrap")
     watcher = _AuthFailures()
     kafka_log = logging.getLogger("kafka")
     kafka_log.addHandler(watcher)
@@ -285,14 +295,15 @@ def check_credentials(config: Mapping[str, Any], attempt_ms: int = 1500) -> None
         kafka_log.propagate = False
     try:
         while (time.monotonic() < deadline and not watcher.reason
-               and watcher.closed < CLOSED_LOGINS):
+               and watcher.closed < CLOSED_LOGINS and not watcher.not_sasl):
             remaining_ms = int((deadline - time.monotonic()) * 1000)
             try:
                 KafkaConsumer(**{**probe, "bootstrap_timeout_ms": max(1, min(attempt_ms,
                                                                              remaining_ms))}
                               ).close(autocommit=False)
                 return
-            except KafkaTimeoutError:
+            except KafkaTimeoutError as exc:
+                last_error = exc
                 continue
     finally:
         kafka_log.removeHandler(watcher)
@@ -313,3 +324,6 @@ def check_credentials(config: Mapping[str, Any], attempt_ms: int = 1500) -> None
             f"these credentials, or the listener is not a {protocol} listener. Check the user "
             "name and password in sasl.jaas.config (for SCRAM, that the user exists for this "
             "mechanism) and security.protocol")
+    error = bootstrap_failure(config, last_error, sasl_refused=watcher.not_sasl)
+    assert error is not None  # last_error is kafka-python's "Unable to bootstrap"
+    raise error

@@ -21,7 +21,8 @@ from dstream_kafka.errors import (
     SchemaRegistryError,
     UnknownSchemaError,
 )
-from dstream_kafka.formats.registry import RegistrySettings, cached_schema, registry_client, registry_failure
+from dstream_kafka.formats.registry import (RegistrySettings, bounded_call, cached_schema, registry_client,
+                                           registry_failure)
 from dstream_kafka.formats.wire import WireFormatError, split_schema_id
 
 __all__ = ["RegistryDecoder"]
@@ -79,9 +80,9 @@ class RegistryDecoder(abc.ABC):
             raise MissingDependencyError("install dstream_kafka[registry]") from None
         try:
             if isinstance(schema_id, str):
-                schema = client.get_schema_by_guid(schema_id)
+                schema = bounded_call(self.registry, lambda: client.get_schema_by_guid(schema_id))
             else:
-                schema = client.get_schema(schema_id)
+                schema = bounded_call(self.registry, lambda: client.get_schema(schema_id))
         except ClientError as exc:
             if exc.http_status_code == 404:
                 raise _UnknownId() from None

@@ -30,7 +30,7 @@ from dstream_kafka.errors import ConfigurationError, MissingDependencyError, Rec
 from dstream_kafka.formats.avro import AvroDecoder
 from dstream_kafka.formats.decoder import RegistryDecoder
 from dstream_kafka.formats.records import ON_ERROR, SkippedRecord, SkippedRecords, _SkippedParam
-from dstream_kafka.formats.registry import RegistrySettings, registry_client, registry_failure
+from dstream_kafka.formats.registry import RegistrySettings, bounded_call, registry_client, registry_failure
 from dstream_kafka.formats.json_schema import JsonSchemaDecoder
 from dstream_kafka.formats.protobuf import ProtobufDecoder
 from dstream_kafka.formats.spark_types import ColumnType, avro_types, json_schema_types, protobuf_types
@@ -52,8 +52,8 @@ def _registered(registry: RegistrySettings, subject: str, version: int | str, ca
 
     what = f"subject {subject!r} version {version}"
     try:
-        return (client.get_latest_version(subject) if version == "latest"
-                else client.get_version(subject, version))
+        return bounded_call(registry, lambda: (client.get_latest_version(subject) if version == "latest"
+                                               else client.get_version(subject, version)))
     except ClientError as exc:
         if exc.http_status_code == 404:
             raise ConfigurationError(

@@ -15,8 +15,8 @@ from typing import Any, Hashable
 
 from dstream_kafka.errors import MissingDependencyError
 from dstream_kafka.formats.decoder import RegistryDecoder
-from dstream_kafka.formats.registry import RegistrySettings, registry_client, registry_failure
-from dstream_kafka.formats.wire import read_message_indexes
+from dstream_kafka.formats.registry import RegistrySettings, bounded_call, registry_client, registry_failure
+from dstream_kafka.formats.wire import WireFormatError, read_message_indexes
 
 __all__ = ["ProtobufDecoder", "message_to_python"]
 
@@ -72,7 +72,10 @@ class ProtobufDecoder(RegistryDecoder):
                 continue
             seen.add(ref.name)
             try:
-                registered = registry_client(self.registry).get_version(ref.subject, ref.version)
+                client = registry_client(self.registry)
+                subject, version = ref.subject, ref.version
+                registered = bounded_call(self.registry,
+                                          lambda: client.get_version(subject, version))
             except Exception as exc:
                 raise registry_failure(self.registry, f"to return reference {ref.subject} v{ref.version}",
                                        exc) from None
@@ -102,10 +105,21 @@ class ProtobufDecoder(RegistryDecoder):
 
     def _message_class(self, file_descriptor: Any, indexes: list[int]) -> Any:
         factory = _protobuf()[2]
-        types = file_descriptor.message_types_by_name
-        descriptor = list(types.values())[indexes[0]]
-        for index in indexes[1:]:
-            descriptor = descriptor.nested_types[index]
+        # The indexes come from the record: a path the writer's file does not have is the
+        # record's fault (a wire-format error naming it), not an IndexError.
+        choices = list(file_descriptor.message_types_by_name.values())
+        where = f"file {file_descriptor.name!r}"
+        descriptor = None
+        for depth, index in enumerate(indexes):
+            if index >= len(choices):
+                names = ", ".join(c.name for c in choices) or "none"
+                raise WireFormatError(
+                    f"Protobuf message index path {indexes} does not exist in the writer schema: "
+                    f"index {index} (position {depth}) is past the {len(choices)} "
+                    f"{'top-level' if depth == 0 else 'nested'} message types of {where} ({names})")
+            descriptor = choices[index]
+            choices = list(descriptor.nested_types)
+            where = f"message {descriptor.full_name!r}"
         return factory.GetMessageClass(descriptor)
 
     def _decode_body(self, writer: Any, body: bytes) -> Any:

@@ -17,7 +17,8 @@ from urllib.parse import urlsplit, urlunsplit
 from dstream_kafka.client.param_checks import REDACTED
 from dstream_kafka.errors import ConfigurationError, MissingDependencyError, SchemaRegistryError
 
-__all__ = ["RegistrySettings", "registry_client", "cached_schema", "clear_registry_caches"]
+__all__ = ["RegistrySettings", "registry_client", "bounded_call", "cached_schema",
+           "clear_registry_caches"]
 
 _T = TypeVar("_T")
 
@@ -52,7 +53,9 @@ class RegistrySettings:
     ssl_key_password : str, optional
         Password of an encrypted ``ssl_key_location``.
     timeout : float
-        Seconds allowed for one HTTP request.
+        Seconds allowed for one registry call, its client's retries included: a registry that
+        does not answer fails the call with :class:`~dstream_kafka.errors.SchemaRegistryError`
+        after this long (each HTTP request gets the same bound).
     """
 
     url: str
@@ -151,6 +154,38 @@ def registry_client(settings: RegistrySettings) -> Any:
             f"{settings.scrub(f'{type(exc).__name__}: {exc}')}") from None
     with _lock:
         return _clients.setdefault(settings, client)
+
+
+def bounded_call(settings: RegistrySettings, call: Callable[[], _T]) -> _T:
+    """Return ``call()`` (a request of the registry client), or raise :class:`TimeoutError`
+    when it has not returned within ``settings.timeout`` seconds.
+
+    The client retries a request that timed out or met a 5xx answer (``max.retries``, 3, with
+    backoff), so its own per-request timeout bounds one attempt only: ``timeout=3`` took 18 s
+    against a registry that accepted connections and never answered. The call runs on a daemon
+    thread; one that is given up on ends by itself with the client's retries and its result is
+    dropped. ``call``'s own exception is raised here unchanged.
+    """
+    done = threading.Event()
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="dstream-registry-call", daemon=True).start()
+    if not done.wait(settings.timeout):
+        raise TimeoutError(
+            f"no answer within {settings.timeout:g} s (RegistrySettings.timeout bounds each "
+            "registry call, the client's retries included)")
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
 def cached_schema(settings: RegistrySettings, kind: object, key: object,

@@ -3,7 +3,8 @@
 Every ``spark.streaming.kafka.lag.interval`` (default 5 s) a daemon thread asks Kafka once for
 the log end of all the stream's partitions (the last stable offset under ``read_committed``),
 through a pooled :func:`~dstream_kafka.client.offset_reader.offset_reader` (no new consumer
-per tick), and computes for each partition:
+per tick), waiting at most one interval (at least 2 s) for the answer, and computes for each
+partition:
 
 * ``lagOffsets``: log end minus the stream's committed offset, floored at 0. The committed
   offset is what the stream's offset store last committed (the until offsets of its last
@@ -51,7 +52,13 @@ WINDOW = 10
 #: While the verdict is not OK, its WARNING line is repeated at most this often.
 WARN_EVERY_MS = 60_000
 
-Lookup = Callable[[Sequence[TopicPartition]], Mapping[TopicPartition, int]]
+#: The shortest bound of one look-up of the timer (its interval when that is longer): a
+#: look-up that a loaded machine (load 36 on 2 cores) stretched past 1 s is no outage.
+MIN_LOOKUP_BOUND_MS = 2_000
+
+#: ``lookup(partitions, timeout_ms)``: the log end of each partition, or an exception when the
+#: brokers did not answer within ``timeout_ms``.
+Lookup = Callable[[Sequence[TopicPartition], int], Mapping[TopicPartition, int]]
 
 
 @dataclass(frozen=True)
@@ -110,9 +117,9 @@ def log_end_lookup(configs: Any) -> Lookup:
     """The look-up of the log ends through the pooled offset reader of ``configs``."""
     from dstream_kafka.client.offset_reader import offset_reader
 
-    def lookup(parts: Sequence[TopicPartition]) -> Mapping[TopicPartition, int]:
+    def lookup(parts: Sequence[TopicPartition], timeout_ms: int) -> Mapping[TopicPartition, int]:
         with offset_reader(configs) as reader:
-            return reader.latest(list(parts))
+            return reader.latest(list(parts), timeout_ms)
     return lookup
 
 
@@ -151,9 +158,19 @@ class LagMonitor:
     stream : int
         The stream's number (the ``stream`` label of its metrics).
     lookup : callable
-        Returns the log end of each partition asked (one call per tick for all of them).
+        Returns the log end of each partition asked (one call per tick for all of them), within
+        the timeout in ms it is given (:attr:`lookup_bound_ms`).
     interval_ms : int
         Time between two ticks.
+
+    Attributes
+    ----------
+    lookup_bound_ms : int
+        How long one tick's look-up may wait for the brokers: the interval, at least
+        :data:`MIN_LOOKUP_BOUND_MS`. Not the 30 s of the offset reader: when the brokers go
+        down, the next tick fails within this bound, so the verdict is ``ERR`` within one
+        interval plus this bound (two intervals from 2 s up), instead of staying OK for as
+        long as a look-up waited.
     batch_ms : int
         The context's batch interval (the verdict's stuck bounds are multiples of it).
     rate_cap : float or None
@@ -167,6 +184,7 @@ class LagMonitor:
                  clock: Callable[[], int] = _now) -> None:
         self.stream = stream
         self.interval_ms = interval_ms
+        self.lookup_bound_ms = max(interval_ms, MIN_LOOKUP_BOUND_MS)
         self.batch_ms = batch_ms
         self.rate_cap = rate_cap
         self.store = store
@@ -292,7 +310,7 @@ class LagMonitor:
         ends: Mapping[TopicPartition, int] = {}
         if parts:
             try:
-                ends = self._lookup(parts)
+                ends = self._lookup(parts, self.lookup_bound_ms)
             except Exception as exc:  # an unreachable broker is evidence, not a crash
                 error = f"{type(exc).__name__}: {exc}"
         now = self._clock()

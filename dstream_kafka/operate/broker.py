@@ -152,9 +152,9 @@ class OffsetsBroker:
         with self._asking():
             return cast("dict[TopicPartition, int | None]", self._reader.for_times(timestamps))
 
-    def check_no_members(self, group: str) -> None:
+    def check_no_members(self, group: str, command: str = "reset") -> None:
         """Refuse while consumers are members of ``group`` (a stream's subscribed driver), as
-        Kafka's own tool does."""
+        Kafka's own tool does; the message asks to run ``command`` again once it stopped."""
         from kafka import KafkaAdminClient
         from kafka.errors import KafkaError
 
@@ -182,5 +182,5 @@ class OffsetsBroker:
             raise ConfigurationError(
                 f"--group: a stream holds group {group!r}: the Kafka group has {len(members)} active "
                 f"member(s) (state {info.get('group_state', '?')}, from {', '.join(hosts)}). Stop the stream "
-                "and reset again; nothing was written.")
+                f"and {command} again; nothing was written.")
 

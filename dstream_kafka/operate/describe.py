@@ -47,7 +47,8 @@ class OffsetRow:
     log_start_offset, log_end_offset : int or None
         The broker's first and next offset of the partition (None when it is gone).
     lag : int or None
-        ``log_end_offset - current_offset`` (never below 0; None when the partition is gone).
+        ``log_end_offset - current_offset``; None when the partition is gone or the committed
+        offset is past the log end (see ``note``), where no lag can be told.
     last_batch_time_ms : int or None
         Batch time of the newest committed batch that read the partition (None when the
         store keeps no history of it).
@@ -60,8 +61,12 @@ class OffsetRow:
     lag_seconds : float or None
         Age of the oldest unread record: now minus the timestamp of the record at the
         committed offset (at the log start when records were lost), read from the log; 0 with
-        no lag; None when it could not be read in time or the partition is gone. Under
-        ``CreateTime`` the timestamp is the producer's clock.
+        no lag; None when it could not be read in time, the partition is gone or the committed
+        offset is past the log end. Under ``CreateTime`` the timestamp is the producer's clock.
+    note : str
+        ``""``, or what is wrong and the command that fixes it: a committed offset past the
+        log end (the topic was recreated or truncated since the stream committed), where
+        a stream refuses to start (offsets the log never had cannot be resumed from).
     """
 
     group: str
@@ -75,6 +80,12 @@ class OffsetRow:
     data_lost: int
     gone: str = ""
     lag_seconds: float | None = None
+    note: str = ""
+
+    @property
+    def past_log_end(self) -> bool:
+        """Whether the committed offset is past the partition's log end."""
+        return self.log_end_offset is not None and self.current_offset > self.log_end_offset
 
     def last_batch_time(self) -> str:
         """Return the last batch's time as ISO 8601 UTC, or ``"-"``."""
@@ -87,18 +98,20 @@ class OffsetRow:
         """The row under camelCase keys, the casing of the progress JSON (Structured
         Streaming's): ``currentOffset``, ``logStartOffset``, ``logEndOffset``, ``lag``,
         ``lagSeconds``, ``lastBatchTimeMs``, ``lastBatchTime`` (ISO 8601), ``dataLost``,
-        ``gone``."""
+        ``gone``, ``note``."""
         return {"group": self.group, "topic": self.topic, "partition": self.partition,
                 "currentOffset": self.current_offset, "logStartOffset": self.log_start_offset,
                 "logEndOffset": self.log_end_offset, "lag": self.lag,
                 "lagSeconds": self.lag_seconds, "lastBatchTimeMs": self.last_batch_time_ms,
                 "lastBatchTime": self.last_batch_time(), "dataLost": self.data_lost,
-                "gone": self.gone}
+                "gone": self.gone, "note": self.note}
 
     def cells(self) -> tuple[str, ...]:
         """Return the row's cells in :data:`COLUMNS` order (``-`` for offsets of a gone partition,
-        whose DATA-LOST cell says ``TOPIC DELETED`` or ``PARTITION DELETED``)."""
-        mark = self.gone.upper() if self.gone else f"LOST {self.data_lost}" if self.data_lost else ""
+        whose DATA-LOST cell says ``TOPIC DELETED`` or ``PARTITION DELETED``; ``-`` for the lag of
+        a committed offset past the log end, marked ``PAST LOG END``)."""
+        mark = (self.gone.upper() if self.gone else f"LOST {self.data_lost}" if self.data_lost
+                else "PAST LOG END" if self.past_log_end else "")
         seconds = "-" if self.lag_seconds is None else f"{self.lag_seconds:.1f}"
         return (self.group, self.topic, str(self.partition), str(self.current_offset),
                 *("-" if v is None else str(v) for v in (self.log_start_offset, self.log_end_offset, self.lag)),
@@ -127,7 +140,9 @@ def describe(store: OffsetStore | str, group: str, *, bootstrap_servers: str | N
     -------
     list of OffsetRow
         Sorted by topic and partition. A partition the broker no longer has (its topic was
-        deleted) is a row with ``gone`` set and no log offsets; the others are shown as usual.
+        deleted) is a row with ``gone`` set and no log offsets; a committed offset past the log
+        end (the topic was recreated or truncated) has no lag and a ``note`` naming the reset
+        that fixes it; the others are shown as usual.
 
     Raises
     ------
@@ -139,10 +154,14 @@ def describe(store: OffsetStore | str, group: str, *, bootstrap_servers: str | N
     if isinstance(store, str):
         opened, _ = opened_store(store, timeout)
         try:
-            return describe(opened, group, bootstrap_servers=bootstrap_servers, topic=topic,
-                            timeout=timeout)
+            return _describe(opened, store, group, bootstrap_servers, topic, timeout)
         finally:
             opened.close()
+    return _describe(store, None, group, bootstrap_servers, topic, timeout)
+
+
+def _describe(store: OffsetStore, store_uri: str | None, group: str, bootstrap_servers: str,
+              topic: str | None, timeout: float) -> list[OffsetRow]:
     committed = store.load(group, None if topic is None else [topic])
     if not committed:
         what = f"topic {topic!r} of group {group!r}" if topic else f"group {group!r}"
@@ -165,11 +184,25 @@ def describe(store: OffsetStore | str, group: str, *, bootstrap_servers: str | N
             rows.append(OffsetRow(group, tp.topic, tp.partition, current, None, None, None, last.get(tp), 0,
                                   gone[tp]))
             continue
+        if current > end[tp]:
+            # Not a healthy lag of 0: the log was recreated or truncated under the stream.
+            rows.append(OffsetRow(group, tp.topic, tp.partition, current, start[tp], end[tp], None,
+                                  last.get(tp), 0, note=_past_end_note(store_uri, group, tp, current, end[tp])))
+            continue
         rows.append(OffsetRow(group, tp.topic, tp.partition, current, start[tp], end[tp],
-                              max(end[tp] - current, 0), last.get(tp),
+                              end[tp] - current, last.get(tp),
                               max(start[tp] - current, 0),
                               lag_seconds=ages.get(tp) if tp in unread else 0.0))
     return rows
+
+
+def _past_end_note(store_uri: str | None, group: str, tp: TopicPartition, current: int, end: int) -> str:
+    store = store_uri if store_uri is not None else "URI"
+    return (f"the committed offset {current} is past the log end {end}: the topic may have been recreated or "
+            "truncated, and a stream refuses to start from it (DataLossError). Move it with "
+            f"`dstream-kafka offsets reset --store {store} --group {group} --topic {tp.topic}:{tp.partition} "
+            "--to-earliest` (a recreated topic, read from its start; --to-latest skips its records), a dry run "
+            "until --execute")
 
 
 def _oldest_unread_ages(servers: str, positions: dict[TopicPartition, int],
@@ -212,9 +245,12 @@ def format_rows(rows: Sequence[OffsetRow], fmt: str = "table", *, terminal: bool
     rows : sequence of OffsetRow
     fmt : {"table", "json", "csv"}
         ``table``: aligned columns (a rich table when ``terminal``), rows with data lost
-        marked ``LOST n`` (partitions gone from the cluster ``TOPIC DELETED``), then a ``TOTAL`` line of lag and lost records. ``json``: a list of
-        objects (:meth:`OffsetRow.jsonValue`, camelCase keys; a gone partition has ``null``
-        log offsets and lag, and ``gone`` says why).
+        marked ``LOST n`` (partitions gone from the cluster ``TOPIC DELETED``, a committed
+        offset past the log end ``PAST LOG END`` with lag ``-``), then a ``TOTAL`` line of lag
+        and lost records, then a ``NOTE`` line per row with a note (what is wrong, the command
+        that fixes it). ``json``: a list of objects (:meth:`OffsetRow.jsonValue`, camelCase
+        keys; a gone partition has ``null`` log offsets and lag, and ``gone`` says why; a
+        committed offset past the log end has ``null`` lag and a ``note``).
         ``csv``: a header of :data:`COLUMNS` and one line per row (no total).
     terminal : bool
         Draw a rich table (colours, borders) instead of plain text.
@@ -236,11 +272,15 @@ def format_rows(rows: Sequence[OffsetRow], fmt: str = "table", *, terminal: bool
     lag = sum(r.lag or 0 for r in rows)
     lost = sum(r.data_lost for r in rows)
     gone = sum(1 for r in rows if r.gone)
+    past = [r for r in rows if r.past_log_end]
     total = (f"TOTAL: {len(rows)} partitions, lag {lag}"
              + (f", {lost} records LOST (committed offset below the log start)" if lost else "")
-             + (f", {gone} GONE from the cluster (topic deleted; not in the lag)" if gone else ""))
-    rendered = render_table(COLUMNS, [(r.cells(), bool(r.data_lost or r.gone)) for r in rows], terminal=terminal)
-    return rendered + "\n" + total
+             + (f", {gone} GONE from the cluster (topic deleted; not in the lag)" if gone else "")
+             + (f", {len(past)} PAST the LOG END (committed offset beyond it; not in the lag)" if past else ""))
+    rendered = render_table(COLUMNS, [(r.cells(), bool(r.data_lost or r.gone or r.note)) for r in rows],
+                            terminal=terminal)
+    notes = "".join(f"\nNOTE {r.topic}-{r.partition}: {r.note}" for r in rows if r.note)
+    return rendered + "\n" + total + notes
 
 
 def export_offsets(store: OffsetStore | str, group: str, *, topic: str | None = None,
@@ -326,7 +366,8 @@ def import_offsets(store: OffsetStore | str, group: str, offsets_json: str, *,
     ConfigurationError
         If no brokers are named, a topic name is not one Kafka accepts, a topic or partition
         does not exist, an offset lies outside its partition's log, an offset is below the stored one (moving back is a reset, not an import), or a
-        stream has a planned batch not committed yet (it holds the store).
+        stream holds the group, as for a reset: members in the Kafka group (a subscribed
+        driver) or a planned batch not committed yet. Nothing is written.
     OffsetFencedError
         If a stream committed between the read and the write (the store's fencing).
     """
@@ -344,39 +385,41 @@ def import_offsets(store: OffsetStore | str, group: str, offsets_json: str, *,
     with OffsetsBroker(servers, timeout) as broker:
         check_named_partitions(broker, wanted, "--file")
         low, high = broker.log_offsets(sorted(wanted))
-    outside = [f"{tp.topic}-{tp.partition} {bound_note(o, low[tp], high[tp])} (the log holds [{low[tp]}, {high[tp]}])"
-               for tp, o in sorted(wanted.items()) if bound_note(o, low[tp], high[tp])]
-    if outside:
-        raise ConfigurationError(
-            f"--file: {'; '.join(outside)}; an import stores only offsets within [log start, log end]: fix the "
-            "file, or use `dstream-kafka offsets reset --from-file FILE`, which clamps into the log. Nothing was "
-            "written.")
-    opened, owned = opened_store(store, timeout, create=True)
-    try:
-        pending = opened.pending(group)
-        if pending is not None:
+        outside = [f"{tp.topic}-{tp.partition} {bound_note(o, low[tp], high[tp])} (the log holds "
+                   f"[{low[tp]}, {high[tp]}])" for tp, o in sorted(wanted.items()) if bound_note(o, low[tp], high[tp])]
+        if outside:
             raise ConfigurationError(
-                f"--store: a stream holds group {group!r}: batch {pending.batch_time_ms} is planned but "
-                "not committed; stop the stream (or let it finish the batch) and import again")
-        stored = opened.load(group)
-        ranges = []
-        for tp, offset in sorted(wanted.items()):
-            start = stored.get(tp, offset)
-            if offset < start:
+                f"--file: {'; '.join(outside)}; an import stores only offsets within [log start, log end]: fix the "
+                "file, or use `dstream-kafka offsets reset --from-file FILE`, which clamps into the log. Nothing "
+                "was written.")
+        opened, owned = opened_store(store, timeout, create=True)
+        try:
+            pending = opened.pending(group)
+            if pending is not None:
                 raise ConfigurationError(
-                    f"--file: {tp.topic}-{tp.partition} would move back from {start} to {offset}; an "
-                    "import only adds partitions or moves offsets forward (moving back is a reset)")
-            ranges.append(OffsetRange(tp.topic, tp.partition, start, offset))
-        newest = opened.history(group, limit=1)
-        t = int(time.time() * 1000) if batch_time_ms is None else batch_time_ms
-        if newest and t <= newest[0].batch_time_ms:
-            t = newest[0].batch_time_ms + 1
-        opened.commit(group, t, ranges)
-        written = opened.history(group, limit=1)
-        return written[0] if written else CommitRecord(t, tuple(ranges), _dt.datetime.now(_dt.timezone.utc))
-    finally:
-        if owned:
-            opened.close()
+                    f"--store: a stream holds group {group!r}: batch {pending.batch_time_ms} is planned but "
+                    "not committed; stop the stream (or let it finish the batch) and import again")
+            stored = opened.load(group)
+            ranges = []
+            for tp, offset in sorted(wanted.items()):
+                start = stored.get(tp, offset)
+                if offset < start:
+                    raise ConfigurationError(
+                        f"--file: {tp.topic}-{tp.partition} would move back from {start} to {offset}; an "
+                        "import only adds partitions or moves offsets forward (moving back is a reset)")
+                ranges.append(OffsetRange(tp.topic, tp.partition, start, offset))
+            newest = opened.history(group, limit=1)
+            t = int(time.time() * 1000) if batch_time_ms is None else batch_time_ms
+            if newest and t <= newest[0].batch_time_ms:
+                t = newest[0].batch_time_ms + 1
+            # As reset does: a stream subscribed to the group would be fenced by the import.
+            broker.check_no_members(group, "import")
+            opened.commit(group, t, ranges)
+            written = opened.history(group, limit=1)
+            return written[0] if written else CommitRecord(t, tuple(ranges), _dt.datetime.now(_dt.timezone.utc))
+        finally:
+            if owned:
+                opened.close()
 
 
 def history(store: OffsetStore | str, group: str, *, limit: int = 20,

@@ -152,7 +152,7 @@ def parse_offsets_file(text: str) -> dict[TopicPartition, int]:
     """
     from dstream_kafka.offsets_json import partition_offsets_from_json
 
-    if text.lstrip().startswith("{"):
+    if text.lstrip().startswith(("{", "[")):  # JSON (an array is refused as not offsets JSON)
         return partition_offsets_from_json(text, "--from-file", allowed_sentinels=())
     result: dict[TopicPartition, int] = {}
     lines: dict[TopicPartition, int] = {}

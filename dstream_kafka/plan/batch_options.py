@@ -24,13 +24,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from dstream_kafka.client.configs import ClientConfigs
-from dstream_kafka.errors import ConfigurationError, DataLossError
+from dstream_kafka.errors import ConfigurationError, DataLossError, InvalidOffsetRangeError
 from dstream_kafka.client.offset_reader import KafkaOffsetReader, offset_reader
 from dstream_kafka.offsets import OffsetRange, TopicPartition, as_topic_partition
 from dstream_kafka.offsets_json import partitions_from_json
 from dstream_kafka.plan.source_options import Side, SourceOptions, options_of
 
-__all__ = ["BATCH_OPTIONS", "BatchOptions", "OffsetResolution", "check_loss", "resolve_offset_ranges"]
+__all__ = ["BATCH_OPTIONS", "BatchOptions", "OffsetResolution", "check_end", "check_loss",
+           "resolve_offset_ranges"]
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +160,7 @@ def resolve_offset_ranges(
     """
     opts = options if isinstance(options, BatchOptions) else BatchOptions.parse(options)
     with offset_reader(kafkaParams) as reader:
+        reader.refresh_metadata()
         assigned = _assigned(reader, opts.given)
         _check_covers(reader, opts.start, assigned)
         _check_covers(reader, opts.end, assigned)
@@ -174,7 +176,28 @@ def resolve_offset_ranges(
         if gone is not None:
             lost.append(gone)
         ranges.append(OffsetRange(tp.topic, tp.partition, start, end))
+        check_end(ranges[-1], latest[tp])
     return OffsetResolution(ranges, lost, leaders)
+
+
+def check_end(r: OffsetRange, end: int | None) -> None:
+    """Refuse a non-empty range ending past ``end``, the log end of its partition (the last
+    stable offset under ``read_committed``); ``None``: unknown, not checked.
+
+    Its missing offsets do not exist yet: a read would wait for them until its poll timeout.
+
+    Raises
+    ------
+    InvalidOffsetRangeError
+        Naming the range, the log end and the fix.
+    """
+    if r.count() > 0 and end is not None and r.untilOffset > end:
+        raise InvalidOffsetRangeError(
+            f"{r} ends past the end of the log of topic {r.topic} partition {r.partition}: "
+            f"the log ends at {end} (the next offset to be written), so offsets "
+            f"[{max(end, r.fromOffset)}, {r.untilOffset}) do not exist yet; end the range at "
+            f"{end} or less (untilOffset, endingOffsets), or read it once they are written"
+        )
 
 
 def check_loss(

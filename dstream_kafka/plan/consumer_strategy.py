@@ -24,6 +24,7 @@ from dstream_kafka.plan.driver_consumer import (
     assignment_wait_s,
     forget_stranded_member,
     seek_back,
+    static_instance_wanted,
     stranded_session_ms,
 )
 
@@ -148,10 +149,19 @@ class _BaseStrategy(ConsumerStrategy):
     def starting_offsets(self) -> dict[TopicPartition, int]:
         return dict(self.offsets or {})
 
-    def _new_consumer(self) -> tuple[Any, PauseOnAssign]:
+    def _new_consumer(self, static: bool = False) -> tuple[Any, PauseOnAssign]:
+        """A driver consumer of the params; ``static``: a group member that joins with the
+        ``group.instance.id`` of :func:`~dstream_kafka.plan.driver_consumer.static_membership`
+        unless the params give one."""
         from kafka import KafkaConsumer
 
         config = stream_driver_config(self.kafkaParams)
+        wanted = static_instance_wanted() if static else None
+        if wanted is not None and config.get("group_id") and not config.get("group_instance_id"):
+            config["group_instance_id"] = wanted
+            log.info("The driver joins group %s as static member %s (group.instance.id derived "
+                     "from the group, the application and the stream), so a restarted driver "
+                     "takes its own place at once", config["group_id"], wanted)
         # A refused SASL login fails at once, no broker within bootstrap.timeout.ms with
         # BrokerTimeoutError naming the servers (not kafka-python's "Unable to bootstrap").
         with bootstrap_errors(self.client_configs):
@@ -164,7 +174,7 @@ class _BaseStrategy(ConsumerStrategy):
         A consumer that gets no partitions within the assignment timeout is closed (so it
         leaves the group) and the start fails.
         """
-        consumer, listener = self._new_consumer()
+        consumer, listener = self._new_consumer(static=True)
         try:
             # Metadata first: a group leader whose first assignment had no topic metadata
             # sometimes never completes its second join (kafka-python 3.0.12) and would wait

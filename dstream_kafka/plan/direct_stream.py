@@ -31,7 +31,7 @@ from dstream_kafka.plan.backpressure import RateController, create_rate_estimato
 from dstream_kafka.plan.commit_queue import COMMIT_WAIT_ON_STOP_S, CommitCallback, CommitQueue
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.plan.consumer_strategy import Assign, ConsumerStrategy
-from dstream_kafka.plan.driver_consumer import DriverConsumer
+from dstream_kafka.plan.driver_consumer import DriverConsumer, application_identity
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.monitor.lag import LagMonitor, log_end_lookup
 from dstream_kafka.client.latest_offsets import any_reachable, latest_offsets
@@ -197,7 +197,8 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
         self._member = DriverConsumer(consumerStrategy, self._group_id,
                                       conf.assignment_timeout_ms / 1000.0, self._stopping,
                                       lambda: self.currentOffsets, lambda: self.offsetStore,
-                                      subscribes=not isinstance(consumerStrategy, Assign))
+                                      subscribes=not isinstance(consumerStrategy, Assign),
+                                      application=self._application)
         #: Called with the assigned partitions before the start offsets are read.
         self._start_hooks: list[Callable[[set[TopicPartition]], None]] = []
 
@@ -206,6 +207,11 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
         before their start offsets are read (an exactly-once output ends the open
         transactions of a crashed run there, whose pending offsets would hold the read)."""
         self._start_hooks.append(hook)
+
+    def _application(self) -> str:
+        """What identifies this stream across restarts (its static group member's id)."""
+        layout = self.checkpoint_layout
+        return application_identity(None if layout is None else layout.root, self._sc.appName or "", self.id)
 
     @property
     def name(self) -> str:
@@ -237,8 +243,8 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
             # stop abandoned (still in its output) is refused instead of committing.
             self._store_epoch = self.offsetStore.epoch
         self._progress.start(self._conf.conf, str(self), f"{self._store_group}/{self.id}", self.id,
-                             store=self.offsetStore, group=self._store_group)
-        self._positions.on_data_loss = lambda: count_data_loss(self.id)
+                             store=self.offsetStore, group=self._store_group, context=self._ssc)
+        self._positions.on_data_loss = lambda: count_data_loss(self._progress.label)
         try:
             self.startOptions.check_cluster(self.consumerStrategy.client_configs)
             stored = self._positions.load(self.offsetStore)
@@ -447,7 +453,7 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
                            "planned and before executors read them; skipped (failOnDataLoss=false)",
                            lost.fromOffset, lost.untilOffset, lost.topic, lost.partition,
                            store_time)
-            count_data_loss(self.id)
+            count_data_loss(self._progress.label)
             if self.offsetStore is not None:
                 self.offsetStore.record_data_loss(self._store_group, lost.topicPartition(),
                                                   lost.fromOffset, lost.untilOffset, store_time,
@@ -472,24 +478,42 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
         ``df`` is the batch's DataFrame in Structured Streaming's Kafka schema
         (:meth:`~dstream_kafka.read.kafka_rdd.KafkaRDD.toDF`, ``headers`` with
         ``includeHeaders``); ``dstream_kafka.sql.offsetRanges(df)`` returns the batch's
-        ranges. ``batch_id`` is the batch time in epoch milliseconds: the same when a batch is
-        run again after a restart, and what ``stream.transaction(batch_id)`` takes. The
-        batch's offsets are committed (offset store, ``commitAsync`` queue) only after ``func``
-        and the batch's other outputs returned; when ``func`` raises, nothing is committed.
+        ranges. ``batch_id`` is the time in epoch milliseconds the batch was planned at, kept
+        by the offset store: a batch run again after a restart (its ranges replayed from the
+        store's write-ahead log) gets the ``batch_id`` of its first run, not the new engine
+        time, so a sink that keys its writes on ``batch_id`` writes it once. It is what
+        ``stream.transaction(batch_id)`` takes. The batch's offsets are committed (offset
+        store, ``commitAsync`` queue) only after ``func`` and the batch's other outputs
+        returned; when ``func`` raises, nothing is committed.
         """
         from dstream_kafka.streaming import datetime_to_ms
 
         def run(time: datetime, rdd: KafkaRDD) -> None:
-            func(rdd.toDF(includeHeaders=includeHeaders), datetime_to_ms(time))
+            func(rdd.toDF(includeHeaders=includeHeaders), self.batchId(datetime_to_ms(time)))
 
         self.foreachRDD(run)
+
+    def batchId(self, batch_time: Any) -> int:
+        """Return the id the offset store knows the batch at engine time ``batch_time`` by.
+
+        ``batch_time`` is the time ``foreachRDD(lambda time, rdd: ...)`` received (a datetime)
+        or epoch milliseconds. The id is that time, except for a batch replayed after a
+        restart (planned but not committed by an earlier run), which keeps the time of its
+        first run: the same range always has the same id. A batch this stream does not hold
+        (finished, or not planned) is answered with ``batch_time`` itself.
+        """
+        from dstream_kafka.streaming import datetime_to_ms
+
+        ms = batch_time if isinstance(batch_time, int) else datetime_to_ms(batch_time)
+        batch = self._planned.get(ms)
+        return ms if batch is None else batch.storeTime
 
     # ------------------------------------------------------------------ commits
     def transaction(self, batch_time: Any) -> Any:
         """Open the offset store's transaction for one batch, to write results in it.
 
         ``batch_time`` is the time ``foreachRDD(lambda time, rdd: ...)`` received (a datetime)
-        or epoch milliseconds. On normal exit the batch's offsets are committed in the same
+        or epoch milliseconds, or the ``batch_id`` ``foreachBatch`` passed. On normal exit the batch's offsets are committed in the same
         database transaction as everything written through the returned object; an exception
         rolls both back. Needs a transactional store (``OffsetStores.sqlite``/``postgres``).
         Once the stream was stopped, its batches' transactions are refused
@@ -512,6 +536,8 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
                 "offsetStore=OffsetStores.sqlite(path) or OffsetStores.postgres(dsn)")
         ms = batch_time if isinstance(batch_time, int) else datetime_to_ms(batch_time)
         batch = self._planned.get(ms)
+        if batch is None:  # a replayed batch's foreachBatch id is its store time
+            batch = next((b for b in list(self._planned.values()) if b.storeTime == ms), None)
         if batch is None:
             raise ConfigurationError(
                 f"no running batch at {batch_time!r}: call stream.transaction(time) with the time "
@@ -578,6 +604,7 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
         answerable = not self._commits.in_flight() or any_reachable(servers)
         self._commits.deliver(wait_s=COMMIT_WAIT_ON_STOP_S if answerable else 0.0)
         self._member.close()
+        self._progress.stop()  # after the lag timer's: its series go from /metrics
 
 
 def _group_of(strategy: ConsumerStrategy) -> str | None:

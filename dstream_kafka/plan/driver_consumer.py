@@ -8,14 +8,25 @@ rebalances (Spark's ``paranoidPoll``); closing it leaves the group at once.
 
 What the group membership needs besides lives here too: the listener that pauses every
 partition as soon as it is assigned (the driver never fetches records), the bound of the
-strategies' wait for an assignment (``spark.streaming.kafka.assignmentTimeout``), the members
-of this process that could not leave their group, partition discovery and undoing a poll.
+strategies' wait for an assignment (``spark.streaming.kafka.assignmentTimeout``), the static
+membership of a subscribing driver (:func:`static_instance_id`), the members of this process
+that could not leave their group, partition discovery and undoing a poll.
+
+Static membership (KIP-345): a subscribing driver joins its group with a ``group.instance.id``
+derived from the group and what identifies the application and the stream in it (the user's
+``group.instance.id`` wins). A driver killed without leaving its group (SIGKILL, a lost
+machine) is a member until its ``session.timeout.ms`` expires, and a dynamic member that
+restarts waits that out before the group assigns it partitions; a static member that restarts
+with the same id takes the dead member's place at once, with its partitions. A static member
+does not leave its group when it closes, so a stop with a reachable broker removes the derived
+member explicitly (Admin ``remove_group_members``): a stopped stream leaves at once, as before.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
 import logging
 import threading
 import time
@@ -33,8 +44,10 @@ if TYPE_CHECKING:
     from dstream_kafka.stores.base import OffsetStore
 
 __all__ = ["REJOIN_TIMEOUT_S", "DriverConsumer", "PauseOnAssign", "assignment_timeout", "assignment_wait_s",
-           "discover_partitions", "forget_stranded_member", "note_stranded_member", "seek_back",
-           "stranded_session_ms"]
+           "application_identity", "discover_partitions", "forget_stranded_member",
+           "leave_as_static_member",
+           "note_stranded_member", "seek_back", "static_instance_id", "static_membership",
+           "static_instance_wanted", "stranded_session_ms"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +62,74 @@ ASSIGNMENT_TIMEOUT_S = 60.0
 # override it) and stays Spark's.
 _assignment_timeout_s: contextvars.ContextVar[float] = contextvars.ContextVar(
     "assignment_timeout_s", default=ASSIGNMENT_TIMEOUT_S)
+
+
+#: The ``group.instance.id`` a subscribing ``onStart`` called now joins with (None: dynamic);
+#: a context variable for the same reason as the assignment timeout.
+_static_instance: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "static_instance", default=None)
+
+#: How long removing a stopped driver's static member from its group may take.
+LEAVE_TIMEOUT_MS = 5_000
+
+
+def static_instance_id(group: str, application: str) -> str:
+    """The ``group.instance.id`` of the driver of ``application`` in ``group``.
+
+    ``application`` names the application and the stream in it (the checkpoint folder or the
+    Spark application's name, and the stream's number): the same inputs give the same id at
+    every restart, different ones (another application, another stream) another id. A hash,
+    so the id is valid whatever the inputs hold (Kafka takes ``[a-zA-Z0-9._-]``, 249 chars).
+    """
+    digest = hashlib.sha256(f"{group}\0{application}".encode()).hexdigest()[:24]
+    return f"dstream_kafka-{digest}"
+
+
+def application_identity(checkpoint: str | None, app_name: str, stream: int) -> str:
+    """What identifies a stream's application across restarts: its checkpoint folder when it
+    has one (``ssc.checkpoint``; ``getOrCreate`` restarts from it), else the Spark
+    application's name; and the stream's number in its context."""
+    where = f"checkpoint:{checkpoint.rstrip('/')}" if checkpoint else f"app:{app_name}"
+    return f"{where}/stream:{stream}"
+
+
+@contextlib.contextmanager
+def static_membership(instance_id: str | None) -> Iterator[None]:
+    """Make every subscribing ``onStart`` called inside the block join as static member
+    ``instance_id`` (None: as a dynamic member), unless its params give ``group.instance.id``."""
+    token = _static_instance.set(instance_id)
+    try:
+        yield
+    finally:
+        _static_instance.reset(token)
+
+
+def static_instance_wanted() -> str | None:
+    """The ``group.instance.id`` an ``onStart`` called now joins with (see :func:`static_membership`)."""
+    return _static_instance.get()
+
+
+def leave_as_static_member(kafkaParams: Mapping[str, Any], group: str, instance_id: str) -> None:
+    """Remove static member ``instance_id`` from ``group`` (what its close does not do), within
+    :data:`LEAVE_TIMEOUT_MS` per request; a failure is logged: the member then stays until its
+    ``session.timeout.ms`` expires, or until a driver with the same id takes its place."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import MemberToRemove
+
+    from dstream_kafka.client.configs import store_client_config
+
+    try:
+        config = store_client_config(kafkaParams, "admin",
+                                     required={"request_timeout_ms": LEAVE_TIMEOUT_MS})
+        admin = KafkaAdminClient(**config)
+        try:
+            admin.remove_group_members(group, [MemberToRemove(group_instance_id=instance_id)])
+        finally:
+            admin.close()
+    except Exception as exc:  # the stop goes on; the session timeout ends the membership
+        log.warning("Could not remove static member %s from group %s (%s: %s); it stays a member "
+                    "until its session.timeout.ms expires", instance_id, group,
+                    type(exc).__name__, exc)
 
 
 #: (bootstrap.servers, group.id) -> session.timeout.ms of a member of this process that could
@@ -157,12 +238,17 @@ class DriverConsumer:
     subscribes : bool
         Whether the strategy subscribes (joins a group that assigns partitions) rather than
         assigning its partitions itself (``Assign``).
+    application : callable, optional
+        What identifies the application and this stream in it, asked when the consumer is
+        created; with a ``group_id`` and ``subscribes``, the consumer joins as the static
+        member :func:`static_instance_id` derives from them. None: a dynamic member.
     """
 
     def __init__(self, strategy: ConsumerStrategy, group_id: str | None,
                  assignment_timeout_s: float, stopping: threading.Event,
                  start_offsets: Callable[[], Mapping[TopicPartition, int]],
-                 store: Callable[[], OffsetStore | None], *, subscribes: bool) -> None:
+                 store: Callable[[], OffsetStore | None], *, subscribes: bool,
+                 application: Callable[[], str] | None = None) -> None:
         self.strategy = strategy
         self.group_id = group_id
         #: Held by whoever uses the consumer for more than one call (a batch's planning).
@@ -172,14 +258,35 @@ class DriverConsumer:
         self._start_offsets = start_offsets
         self._store = store
         self._subscribes = subscribes
+        self._application = application
         self._consumer: Any = None
+        #: The static member id this driver derived and joined with (None: it did not).
+        self.static_id: str | None = None
+
+    def _derived_id(self) -> str | None:
+        if self.group_id is None or not self._subscribes or self._application is None:
+            return None
+        return static_instance_id(self.group_id, self._application())
+
+    def _servers(self) -> str:
+        return str(self.strategy.executorKafkaParams.get("bootstrap.servers", ""))
 
     def get(self) -> Any:
         """Return the consumer, creating it (and binding the offset store to it) first."""
         with self.lock:
             if self._consumer is None:
-                with assignment_timeout(self._assignment_timeout_s):
-                    self._consumer = self.strategy.onStart(dict(self._start_offsets()))
+                derived = self._derived_id()
+                try:
+                    with assignment_timeout(self._assignment_timeout_s), static_membership(derived):
+                        self._consumer = self.strategy.onStart(dict(self._start_offsets()))
+                except BaseException:
+                    # A start that failed after joining (no assignment) must not leave its
+                    # static member behind either.
+                    if derived is not None and self.group_id is not None and any_reachable(self._servers()):
+                        leave_as_static_member(self.strategy.executorKafkaParams, self.group_id, derived)
+                    raise
+                joined = getattr(self._consumer, "config", {}).get("group_instance_id")
+                self.static_id = joined if derived is not None and joined == derived else None
                 store = self._store()
                 if store is not None:
                     # While the driver is the group's member, the broker refuses commits from
@@ -218,16 +325,24 @@ class DriverConsumer:
         return {TopicPartition(tp.topic, tp.partition) for tp in self.get().assignment()}
 
     def close(self) -> None:
-        """Close the consumer, which leaves the group at once (no session timeout wait);
-        with no broker reachable it cannot, and the next start of the group says why it waits."""
+        """Close the consumer, which leaves the group at once (no session timeout wait; a
+        derived static member is removed from it); with no broker reachable it cannot, and the
+        next start of the group says why it waits (a restart with the same static id does not
+        wait). A static member the user named with ``group.instance.id`` stays in the group
+        until its ``session.timeout.ms`` expires, as Kafka's static members do."""
         with self.lock:
             if self._consumer is not None:
-                servers = str(self.strategy.executorKafkaParams.get("bootstrap.servers", ""))
-                if (self.group_id is not None and self._subscribes
-                        and not any_reachable(servers)):
+                servers = self._servers()
+                reachable = True
+                if self.group_id is not None and self._subscribes and not any_reachable(servers):
+                    reachable = False
                     session_ms = int(getattr(self._consumer, "config", {}).get("session_timeout_ms", 45000))
                     note_stranded_member(servers, self.group_id, session_ms)
+                static_id, self.static_id = self.static_id, None
                 try:
                     self._consumer.close(autocommit=False)
                 finally:
                     self._consumer = None
+                    if static_id is not None and reachable and self.group_id is not None:
+                        leave_as_static_member(self.strategy.executorKafkaParams, self.group_id,
+                                               static_id)

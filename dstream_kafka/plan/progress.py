@@ -224,16 +224,21 @@ class ProgressTracker:
         self.description = ""
         self._next_batch_id = 0
         self._lag: Any = None
+        #: The ``stream`` label of this run's metrics (:func:`dstream_kafka.ui.metrics.stream_label`).
+        self.label = ""
+        self._closing: list[Any] = []  # what :meth:`stop` closes: this run's metrics outputs
 
     def add_listener(self, listener: ProgressListener) -> None:
         """Call ``listener(progress)`` after each completed batch."""
         self._listeners.append(listener)
 
     def start(self, conf: Any, description: str, identity: str, stream: int,
-              store: Any = None, group: str = "") -> None:
+              store: Any = None, group: str = "", context: Any = None) -> None:
         """Start a run: new ``runId``, batch ids from 0, and the outputs ``conf`` asks for.
 
-        ``identity`` (the offset store's group and the stream's number) gives the stable ``id``.
+        ``identity`` (the offset store's group and the stream's number) gives the stable ``id``;
+        ``context`` (the stream's StreamingContext, None for a stream without one) and
+        ``stream`` the metrics' ``stream`` label, :attr:`label`, unique in the process.
         With ``spark.streaming.kafka.progress.jsonPath`` set, each batch's :meth:`BatchProgress.json`
         is appended as one line to that file; with
         ``spark.streaming.kafka.metrics.prometheus.port`` set, or a Streaming page served
@@ -251,7 +256,11 @@ class ProgressTracker:
         self.description = description
         self._next_batch_id = 0
         quiet_kafka_logger()
+        from dstream_kafka.ui.metrics import stream_label
+
+        self.label = stream_label(context, stream)
         self._outputs = []
+        self._closing = []
         path = reader.get_raw(_config.PROGRESS_JSON_PATH)
         if path:
             self._outputs.append(JsonLinesWriter(str(path)))
@@ -265,7 +274,7 @@ class ProgressTracker:
                 raise ConfigurationError(
                     f"{_config.METRICS_PROMETHEUS_PORT}={port!r} is not a TCP port; use 0 to "
                     "65535 (0: a free port), e.g. 9464")
-            self._outputs.append(metrics.StreamMetrics(stream, number))
+            self._outputs.append(metrics.StreamMetrics(self.label, number))
         from dstream_kafka.ui import active_page
 
         page = active_page()
@@ -274,8 +283,10 @@ class ProgressTracker:
 
             if _metrics.REGISTRY is not None and not any(
                     isinstance(o, _metrics.StreamMetrics) for o in self._outputs):
-                self._outputs.append(_metrics.StreamMetrics(stream, None))
-            self._outputs.append(page.stream_feed(stream, description, store, group))
+                self._outputs.append(_metrics.StreamMetrics(self.label, None))
+            self._outputs.append(page.stream_feed(stream, description, store, group,
+                                                  label=self.label))
+        self._closing = [o for o in self._outputs if hasattr(o, "close")]
 
     def watch_lag(self, monitor: Any) -> None:
         """Put ``monitor``'s (a :class:`~dstream_kafka.monitor.lag.LagMonitor`) latest sample
@@ -287,10 +298,23 @@ class ProgressTracker:
         from dstream_kafka.ui import metrics
 
         if any(isinstance(o, metrics.StreamMetrics) for o in self._outputs):
-            monitor.add_listener(metrics.LagMetrics(monitor.stream))
+            lag_metrics = metrics.LagMetrics(self.label)
+            monitor.add_listener(lag_metrics)
+            self._closing.insert(0, lag_metrics)  # closed before the series are removed
         page = active_page()
         if page is not None:
             monitor.add_listener(page.state.lag_feed(monitor.stream))
+
+    def stop(self) -> None:
+        """End the run: its Prometheus series are removed from /metrics (a stopped stream's
+        gauges would otherwise stay at their last values, and ``sum by (stream)`` would keep
+        adding them). Progress recorded after this reaches the listeners but no metrics."""
+        closing, self._closing = self._closing, []
+        for output in closing:
+            try:
+                output.close()
+            except Exception:  # the stop of the stream goes on
+                log.exception("Closing progress output %r failed", output)
 
     def _lag_json(self) -> dict[str, Any] | None:
         sample = None if self._lag is None else self._lag.latest

@@ -138,9 +138,23 @@ def read_range(
             resume = max(from_offset, min(lost.earliest, until_offset))
             on_lost((topic, partition, lost.offset, resume))
             from_offset = resume
-        except FetchTimeoutError:
+        except FetchTimeoutError as timeout:
+            reachable = any_reachable(_servers(kafka_config))
+            if reachable and _partition_gone(kafka_config, topic, partition):
+                # Deleted after the range was planned: every record of it is gone (a read
+                # waits for them in vain, which is no compaction gap either).
+                if settings.failOnDataLoss or on_lost is None:
+                    raise RecordsDeletedError(
+                        f"Topic partition {topic}-{partition} no longer exists in Kafka: it was "
+                        f"deleted after the range [{from_offset}, {until_offset}) was planned, so "
+                        f"records [{reached[0]}, {until_offset}) cannot be read; plan the read "
+                        "again (recreate the topic or leave it out), or set failOnDataLoss=false "
+                        "to skip them and record the loss",
+                        topic, partition, reached[0], until_offset) from timeout
+                on_lost((topic, partition, reached[0], until_offset))
+                return
             if outage_ends is None:
-                if settings.outageMs <= settings.pollTimeoutMs or any_reachable(_servers(kafka_config)):
+                if settings.outageMs <= settings.pollTimeoutMs or reachable:
                     raise  # no outage bound, or the broker is up and sends nothing
                 outage_ends = time.monotonic() + (settings.outageMs - settings.pollTimeoutMs) / 1000.0
             if time.monotonic() >= outage_ends:
@@ -151,6 +165,18 @@ def read_range(
                         _servers(kafka_config), topic, partition, reached[0],
                         outage_ends - time.monotonic())
             from_offset = reached[0]
+
+
+def _partition_gone(kafka_config: Mapping[str, Any], topic: str, partition: int) -> bool:
+    """Whether fresh metadata lacks ``topic``'s ``partition`` (False when it cannot be had)."""
+    from dstream_kafka.client.offset_reader import offset_reader
+
+    try:
+        with offset_reader(dict(kafka_config)) as reader:
+            return partition not in reader.existing_partitions([topic])[topic]
+    except Exception:  # no answer: the poll timeout's own error says more
+        log.debug("Metadata of %s unknown after a poll timeout", topic, exc_info=True)
+        return False
 
 
 def _servers(kafka_config: Mapping[str, Any]) -> str:

@@ -145,6 +145,11 @@ class KafkaDataFrameStream(ProgressAccessors):
         self.includeHeaders = includeHeaders
         self._conf = SparkConfReader(session_conf(spark))
         self._conf.check_stream_settings()
+        #: Seconds :meth:`stop` waits for the batch under way: ``spark.streaming.gracefulStopTimeout``
+        #: when the session sets it, else 10 batch intervals (as a StreamingContext's graceful stop).
+        timeout_ms = self._conf.graceful_stop_timeout_ms
+        self.stopTimeout: float = (10 * self.batchDuration if timeout_ms is None
+                                   else timeout_ms / 1000.0)
         self.perPartitionConfig = perPartitionConfig or DefaultPerPartitionConfig(self._conf)
         self._store_group = self._group_id or "dataframe-stream"
         self._positions = PartitionPositions(
@@ -229,13 +234,23 @@ class KafkaDataFrameStream(ProgressAccessors):
     def stop(self) -> None:
         """Stop after the batch under way (if any) has finished and close the driver consumer.
 
-        Called from ``func``, the batch under way still commits, then the loop ends.
+        The wait is bounded by :attr:`stopTimeout`: a batch still running then (``func``
+        stuck, say on a Connect server that died) is abandoned, never committed (the offset
+        store is closed first, so its commit and ``transaction()`` are refused) and read again
+        at the next start; its thread, a daemon, is left to end by itself. Called from
+        ``func``, the batch under way still commits, then the loop ends.
         """
         self._stopping.set()
         if self._thread is threading.current_thread():
             return  # the loop finishes this batch and closes everything on its way out
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(self.stopTimeout)
+            if self._thread.is_alive():
+                log.warning(
+                    "%s: the batch under way did not finish within %g s "
+                    "(spark.streaming.gracefulStopTimeout, else 10 batch intervals); the stop "
+                    "goes on without it: that batch is not committed and is read again at the "
+                    "next start", self.name, self.stopTimeout)
         self._finish()
 
     @property
@@ -299,6 +314,7 @@ class KafkaDataFrameStream(ProgressAccessors):
             if self.offsetStore is not None:
                 self.offsetStore.close()  # a batch abandoned by the stop can no longer commit
             self._member.close()
+            self._progress.stop()  # its series go from /metrics
             self._done.set()
 
     def _run_batch(self, batch_time: int) -> bool:

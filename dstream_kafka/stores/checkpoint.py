@@ -16,19 +16,29 @@ Every file is a version line ``v1`` followed by one JSON document
 * ``offsets/<t>``: ``{"group_id", "batch_time_ms", "ranges": [{"topic", "partition",
   "fromOffset", "untilOffset"}...], "planned_at_ms", "after_commit_ms"}``; ``after_commit_ms``
   is the newest commit when the batch was planned (null before the first), so commit files
-  deleted by hand are detected (files of older versions lack it and are not checked).
+  deleted by hand are detected (files of older versions lack it and are not checked). One
+  written by a commit that was not planned (an import, a reset) also says ``"by_commit": true``:
+  it is never taken for a batch to re-run.
 * ``commits/<t>``: ``{"group_id", "batch_time_ms", "ranges", "offsets": {"topic": {"0": next}},
-  "previous_batch_time_ms", "committed_at_ms"}``; ``offsets`` is the full committed state after
-  the batch, so the newest commit file alone gives :meth:`CheckpointOffsetStore.load`.
+  "previous_batch_time_ms", "committed_at_ms", "planned"}``; ``offsets`` is the full committed
+  state after the batch, so the newest commit file alone gives :meth:`CheckpointOffsetStore.load`.
+  ``planned`` (true) says ``offsets/<t>`` exists: a commit that was not planned (an import, a
+  reset, a commit through the API) writes it first. Files of 0.1.0 lack it: their imports and
+  resets had no ``offsets/<t>``.
 * ``commits/<p>.next``: ``{"group_id", "batch_time_ms"}``. A commit first claims the slot after
   the newest commit ``p`` by creating this file; a second driver's claim of the same slot fails,
   which fences it even when its batch times differ.
 
-Reading the newest commit cross-checks it before anything is loaded: its ``offsets`` must be
-its predecessor's (advanced over the data losses recorded after it) moved to the end of its own
-``ranges``, and its non-empty ranges must be those planned in ``offsets/<t>``. A write-ahead
-file planned after a commit that is missing means commit files were deleted. Each contradiction
-raises :class:`~dstream_kafka.errors.CorruptCheckpointError` naming the files.
+Reading the newest commit cross-checks it before anything is loaded, with the chain rule of
+every store (:func:`~dstream_kafka.stores.records.chain_breaks`): its ``offsets`` are where its
+own ``ranges`` end and its predecessor's (advanced over the data losses recorded after it) moved
+to those ends, and, unless it is a reset, each range starts where its predecessor left the
+partition. Its ranges must be those planned in ``offsets/<t>`` (empty ones too; the commit may
+add empty ranges), which must exist when the commit says ``planned``. A write-ahead file planned
+after a commit that is missing means commit files were deleted. Each contradiction raises
+:class:`~dstream_kafka.errors.CorruptCheckpointError` naming the files, what is inconsistent and
+the fix; nothing is changed. :meth:`~CheckpointOffsetStore.history` reads the commits without
+these checks, so ``dstream-kafka offsets history`` shows a refused store as it is.
 
 A restart re-runs the oldest ``offsets/<t>`` newer than the newest commit that continues the
 stored offsets (:meth:`CheckpointOffsetStore.pending`) over exactly the same ranges; one that
@@ -65,6 +75,7 @@ from dstream_kafka.stores.records import (
     PlannedBatch,
     ResetAudit,
     advance_offsets,
+    chain_breaks,
     merge_ranges,
     utc_from_ms,
 )
@@ -83,7 +94,8 @@ def _int_name(name: str) -> int | None:
 class _Commit:
     """The parsed newest commit: batch time, group and full offsets."""
 
-    __slots__ = ("batch_time_ms", "group_id", "ranges", "offsets", "committed_at_ms", "previous", "reset")
+    __slots__ = ("batch_time_ms", "group_id", "ranges", "offsets", "committed_at_ms", "previous", "reset",
+                 "planned")
 
     def __init__(self, doc: Mapping[str, Any], ranges: tuple[OffsetRange, ...],
                  offsets: dict[TopicPartition, int]) -> None:
@@ -95,6 +107,9 @@ class _Commit:
         previous = doc.get("previous_batch_time_ms")
         self.previous = None if previous is None else int(previous)
         self.reset = ResetAudit.from_doc(doc.get("reset"))
+        # Every commit file that says so has a write-ahead file; those of 0.1.0 do not say so
+        # (its imports and resets wrote none), and are checked without it.
+        self.planned = doc.get("planned") is True
 
 
 class CheckpointOffsetStore(OffsetStore):
@@ -139,6 +154,8 @@ class CheckpointOffsetStore(OffsetStore):
         # Data losses recorded after the newest commit: (name prefix, records). Only this
         # store writes them between commits (a second driver is fenced), so a cache is safe.
         self._loss_cache: tuple[str, list[DataLossRecord]] | None = None
+        # The write-ahead file this store wrote (or found) last, so a commit need not read it back.
+        self._planned_here: PlannedBatch | None = None
 
     def __repr__(self) -> str:
         return f"CheckpointOffsetStore({self.path!r})"
@@ -200,44 +217,48 @@ class CheckpointOffsetStore(OffsetStore):
             self._latest = self._read_commit(self._committed_times[-1]) if self._committed_times else None
             self._verify_newest(self._latest)
             self._latest_known = True
-        latest = self._latest
-        if latest is not None and latest.group_id != group_id:
+        if self._latest is not None:
+            self._check_owner(self._latest, group_id)
+        return self._latest
+
+    def _check_owner(self, commit: _Commit, group_id: str) -> None:
+        if commit.group_id != group_id:
             raise OffsetStoreError(
-                f"The checkpoint directory {self.path} holds the offsets of group {latest.group_id!r}, "
+                f"The checkpoint directory {self.path} holds the offsets of group {commit.group_id!r}, "
                 f"not {group_id!r}. A checkpoint directory belongs to one stream: use another "
                 "directory for this group, or the group id that wrote it.")
-        return latest
 
     def _verify_newest(self, latest: _Commit | None) -> None:
-        """Refuse a newest commit that contradicts itself, its predecessor or the offsets log,
-        and commit files missing under write-ahead files planned after them."""
+        """Refuse a newest commit that contradicts itself, its predecessor or its write-ahead
+        file (or whose write-ahead file is missing), and commit files missing under write-ahead
+        files planned after them."""
         if latest is not None:
             path = self._file("commits", latest.batch_time_ms)
-            for r in latest.ranges:
-                if latest.offsets.get(r.topicPartition()) != r.untilOffset:
-                    raise corrupt(path, f"its offsets say {r.topic}-{r.partition} is at "
-                                        f"{latest.offsets.get(r.topicPartition())} but its own ranges end at "
-                                        f"{r.untilOffset}")
-            planned = self._read_planned(latest.batch_time_ms)
-            if planned is not None and _non_empty(merge_ranges(planned.ranges)) != _non_empty(latest.ranges):
-                raise corrupt(path, f"its ranges {list(_non_empty(latest.ranges))} are not the ranges "
-                                    f"planned in {self._file('offsets', latest.batch_time_ms)} "
-                                    f"({list(_non_empty(merge_ranges(planned.ranges)))})")
+            plan_path = self._file("offsets", latest.batch_time_ms)
             previous = None if latest.previous is None else self._read_commit(latest.previous)
+            before: dict[TopicPartition, int] | None = None
             if latest.previous is None or previous is not None:  # a pruned predecessor is not checked
                 before = dict(previous.offsets) if previous is not None else {}
                 for loss in self._losses_since(latest.previous):
                     tp = TopicPartition(loss.topic, loss.partition)
                     if before.get(tp) == loss.lost_from:
                         before[tp] = loss.lost_until
-                expected = advance_offsets(before, latest.ranges)
-                for tp in sorted(set(expected) | set(latest.offsets)):
-                    if expected.get(tp) != latest.offsets.get(tp):
-                        source = (self._file("commits", latest.previous) if latest.previous is not None
-                                  else "the start (no earlier commit)")
-                        raise corrupt(path, f"its offsets say {tp.topic}-{tp.partition} is at "
-                                            f"{latest.offsets.get(tp)}, but {source} and this batch's ranges "
-                                            f"give {expected.get(tp)}")
+            source = (self._file("commits", latest.previous) if latest.previous is not None
+                      else "the start (no earlier commit)")
+            # The rule every store applies to its newest commit (stores/records.py).
+            problems = chain_breaks(before, latest.ranges, latest.offsets, reset=latest.reset is not None,
+                                    previous=source)
+            if problems:
+                raise self._inconsistent(path, latest.group_id, "; ".join(problems))
+            planned = self._read_planned(latest.batch_time_ms)
+            if planned is None and latest.planned:
+                raise self._inconsistent(
+                    path, latest.group_id, f"its write-ahead file {plan_path} is missing (every commit is planned "
+                                    "there first, so it was deleted, and the commit's ranges cannot be checked)")
+            mismatch = None if planned is None else _plan_mismatch(planned.ranges, latest.ranges)
+            if mismatch:
+                raise self._inconsistent(path, latest.group_id, f"its ranges are not those planned in "
+                                                                f"{plan_path} ({mismatch})")
         newest = latest.batch_time_ms if latest is not None else -1
         for t in self._times("offsets"):
             if t <= newest:
@@ -252,10 +273,22 @@ class CheckpointOffsetStore(OffsetStore):
                     "reset on their own: restore the deleted commits/ files from a backup, or remove "
                     "offsets/ and commits/ to start the stream afresh from its starting offsets.")
 
+    def _inconsistent(self, path: str, group_id: str, problem: str) -> CorruptCheckpointError:
+        """Return the error for a newest commit file that breaks the chain: the file, what is
+        inconsistent, that nothing changed, the command that shows the commits and the fix."""
+        return CorruptCheckpointError(
+            f"Checkpoint file {path} is corrupt: {problem}. It was changed after it was written (by hand or "
+            "another tool): records between the offsets would be skipped or read twice with no data loss "
+            "recorded, so it is refused; nothing was changed and no offset was reset. Inspect the commits "
+            f"with `dstream-kafka offsets history --store checkpoint:{self.path} --group {group_id}`; then "
+            "restore the file from a backup, or remove it (and every newer file in offsets/ and commits/) "
+            "to resume from the batch before it, whose records the stream reads again.")
+
     def _forget(self) -> None:
         self._latest_known = False
         self._latest = None
         self._loss_cache = None
+        self._planned_here = None
 
     def _losses_since(self, after: int | None) -> list[DataLossRecord]:
         prefix = f"{_FIRST if after is None else after}-"
@@ -297,14 +330,12 @@ class CheckpointOffsetStore(OffsetStore):
         with self._lock:
             self._prepare()
             path = self._file("offsets", t)
-            latest = self._newest(group_id)
-            doc = {"group_id": group_id, "batch_time_ms": t, "ranges": ranges_doc(planned),
-                   "planned_at_ms": int(time.time() * 1000),
-                   "after_commit_ms": None if latest is None else latest.batch_time_ms}
-            if self._fs.write_new(path, encode(doc)):
+            if self._fs.write_new(path, encode(self._plan_doc(group_id, t, planned))):
+                self._planned_here = PlannedBatch(t, planned)
                 return
             before = self._read_planned(t)
             if before is None or before.ranges == planned or _only_adds_empty(before.ranges, planned):
+                self._planned_here = before
                 # A restart re-runs this batch. Batches run and commit one at a time, so the
                 # plans after it were never run by the driver that made them, and the restarted
                 # stream plans afresh from this batch's end: delete them. Left behind, a stale
@@ -317,6 +348,12 @@ class CheckpointOffsetStore(OffsetStore):
                 f"The write-ahead log {path} of group {group_id!r} already holds other ranges for batch "
                 f"{t} ({list(before.ranges)}, now {list(planned)}). Another driver uses this checkpoint "
                 "directory, or a planned batch was not re-run over the same ranges.")
+
+    def _plan_doc(self, group_id: str, t: int, ranges: Sequence[OffsetRange]) -> dict[str, Any]:
+        latest = self._newest(group_id)
+        return {"group_id": group_id, "batch_time_ms": t, "ranges": ranges_doc(ranges),
+                "planned_at_ms": int(time.time() * 1000),
+                "after_commit_ms": None if latest is None else latest.batch_time_ms}
 
     def _drop_refused_plan(self, t: int, merged: tuple[OffsetRange, ...]) -> None:
         """Delete ``offsets/<t>`` when it plans exactly the refused batch and no commit holds ``t``.
@@ -340,12 +377,17 @@ class CheckpointOffsetStore(OffsetStore):
                 self._fs.delete(self._file("offsets", later))
 
     def _read_planned(self, t: int) -> PlannedBatch | None:
+        found = self._read_plan(t)
+        return None if found is None else found[0]
+
+    def _read_plan(self, t: int) -> tuple[PlannedBatch, bool] | None:
+        """Return ``offsets/<t>`` and whether a commit wrote it (no batch was run over it)."""
         path = self._file("offsets", t)
         doc = self._read_doc(path, ("group_id", "batch_time_ms", "ranges"))
         if doc is None:
             return None
         try:
-            return PlannedBatch(t, tuple(OffsetRange(**item) for item in doc["ranges"]))
+            return PlannedBatch(t, tuple(OffsetRange(**item) for item in doc["ranges"])), doc.get("by_commit") is True
         except (TypeError, ValueError) as exc:
             raise corrupt(path, f"invalid content ({exc})") from None
 
@@ -355,8 +397,15 @@ class CheckpointOffsetStore(OffsetStore):
             after = latest.batch_time_ms if latest is not None else -1
             stored: dict[TopicPartition, int] | None = None
             for t in (t for t in self._times("offsets") if t > after):
-                planned = self._read_planned(t)
-                if planned is None:
+                found = self._read_plan(t)
+                if found is None:
+                    continue
+                planned, by_commit = found
+                if by_commit:
+                    # An import or a reset that stopped before its commit file: no stream ran
+                    # it, and re-running it as a batch would read records it meant to skip.
+                    log.info("Ignoring %s: an import or reset that was never committed; it is not re-run",
+                             self._file("offsets", t))
                     continue
                 stored = self._stored(group_id) if stored is None else stored
                 broken = _breaks(stored, planned.ranges)
@@ -407,6 +456,22 @@ class CheckpointOffsetStore(OffsetStore):
                                     reset=self._reset_audit)
         if stored is None:
             return
+        # Every commit has its write-ahead file, which the newest commit is checked against. A
+        # stream planned it already; an import, a reset or a commit made through the API
+        # writes it here, before it claims the slot.
+        plan_path = self._file("offsets", t)
+        planned = self._planned_here if self._planned_here and self._planned_here.batch_time_ms == t \
+            else self._read_planned(t)
+        if planned is None and not self._fs.write_new(plan_path, encode({**self._plan_doc(group_id, t, merged),
+                                                                          "by_commit": True})):
+            planned = self._read_planned(t)  # written meanwhile: by another driver
+        if planned is not None:
+            mismatch = _plan_mismatch(planned.ranges, merged)
+            if mismatch:
+                raise OffsetFencedError(
+                    f"Commit of batch {t} for group {group_id!r} refused: its ranges are not those planned in "
+                    f"{plan_path} ({mismatch}). Another driver uses this checkpoint directory; nothing was "
+                    "stored.")
         prev = latest.batch_time_ms if latest is not None else None
         claim = self._file("commits", f"{_FIRST if prev is None else prev}.next")
         if not self._fs.write_new(claim, encode({"group_id": group_id, "batch_time_ms": t})):
@@ -425,7 +490,7 @@ class CheckpointOffsetStore(OffsetStore):
         offsets = advance_offsets(stored, merged)
         doc = {"group_id": group_id, "batch_time_ms": t, "ranges": ranges_doc(merged),
                "offsets": json.loads(partition_offsets_to_json(offsets)),
-               "previous_batch_time_ms": prev, "committed_at_ms": now}
+               "previous_batch_time_ms": prev, "committed_at_ms": now, "planned": True}
         if self._reset_audit is not None:
             doc["reset"] = self._reset_audit.doc()
         path = self._file("commits", t)
@@ -461,14 +526,18 @@ class CheckpointOffsetStore(OffsetStore):
         self._committed_times = self._committed_times[-self.keep_batches:]
 
     def _history(self, group_id: str, limit: int) -> list[CommitRecord]:
+        # The commits as stored, without the newest one's cross-checks: `offsets history` is how
+        # a commit refused as inconsistent is inspected.
         with self._lock:
-            self._newest(group_id)
+            self._prepare()
             records: list[CommitRecord] = []
             for t in reversed(self._times("commits")):
                 if len(records) >= limit:
                     break
                 commit = self._read_commit(t)
                 if commit is not None:
+                    if not records:
+                        self._check_owner(commit, group_id)
                     records.append(CommitRecord(t, commit.ranges, utc_from_ms(commit.committed_at_ms),
                                                 commit.reset))
             return records
@@ -505,8 +574,20 @@ def _breaks(stored: Mapping[TopicPartition, int], planned: Sequence[OffsetRange]
             if r.topicPartition() in stored and stored[r.topicPartition()] != r.fromOffset]
 
 
-def _non_empty(ranges: Sequence[OffsetRange]) -> tuple[OffsetRange, ...]:
-    return tuple(sorted((r for r in ranges if r.count() > 0), key=lambda r: (r.topic, r.partition)))
+def _plan_mismatch(planned: Sequence[OffsetRange], committed: Sequence[OffsetRange]) -> str:
+    """Describe how a commit's ranges differ from its write-ahead file's; ``""`` when they agree.
+
+    They agree when every planned range is committed as planned (empty ones too) and the commit's
+    other ranges are empty: a re-plan that only adds empty ranges keeps the first file.
+    """
+    plan = {r.topicPartition(): r for r in merge_ranges(planned)}
+    done = {r.topicPartition(): r for r in merge_ranges(committed)}
+    problems = [f"topic {tp.topic} partition {tp.partition}: planned [{plan[tp].fromOffset}, {plan[tp].untilOffset}), "
+                + ("not committed" if tp not in done else f"committed [{done[tp].fromOffset}, {done[tp].untilOffset})")
+                for tp in sorted(plan) if done.get(tp) != plan[tp]]
+    problems += [f"topic {tp.topic} partition {tp.partition}: committed [{r.fromOffset}, {r.untilOffset}), not planned"
+                 for tp, r in sorted(done.items()) if tp not in plan and r.count() > 0]
+    return "; ".join(problems)
 
 
 def _only_adds_empty(before: Sequence[OffsetRange], now: Sequence[OffsetRange]) -> bool:

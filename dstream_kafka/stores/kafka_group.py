@@ -30,8 +30,9 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from dstream_kafka import _kafka_internals
-from dstream_kafka.errors import OffsetStoreError
+from dstream_kafka.client.configs import bootstrapped_client
 from dstream_kafka.client.configs import store_client_config as kafka_client_config
+from dstream_kafka.errors import DStreamKafkaError, OffsetStoreError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.stores.base import OffsetStore
 from dstream_kafka.stores.records import CommitRecord, DataLossRecord, ResetAudit, utc_from_ms
@@ -47,6 +48,14 @@ def _ktp(tp: TopicPartition) -> Any:
     from kafka import TopicPartition as KTP
 
     return KTP(tp.topic, tp.partition)
+
+
+def _failure(what: str, exc: BaseException) -> OffsetStoreError:
+    """The store's error for ``what`` failing with ``exc``: a bootstrap or login failure in the
+    words createRDD uses (:func:`~dstream_kafka.client.configs.bootstrapped_client`), a client's
+    error with its type."""
+    cause = str(exc) if isinstance(exc, DStreamKafkaError) else f"{type(exc).__name__}: {exc}"
+    return OffsetStoreError(f"{what} failed: {cause}")
 
 
 def _meta(text: str | None) -> dict[str, Any]:
@@ -99,7 +108,7 @@ class GroupCommitter:
                 self._params, defaults={"client_id": f"dstream-kafka-offsets-{group_id}",
                                         "bootstrap_timeout_ms": self._timeout_ms},
                 required={"group_id": group_id, "enable_auto_commit": False})
-            consumer = self._owned[group_id] = KafkaConsumer(**config)
+            consumer = self._owned[group_id] = bootstrapped_client(KafkaConsumer, config)
         consumer.commit({_ktp(tp): oam for tp, oam in offsets.items()}, timeout_ms=timeout_ms)
 
     def close(self) -> None:
@@ -123,8 +132,12 @@ class KafkaGroupOffsetStore(OffsetStore):
         Milliseconds the store waits for Kafka: to bootstrap each client it opens, for each
         request, and for a retriable error (no coordinator yet) to clear. A broker that does
         not answer in time fails the store call with
-        :class:`~dstream_kafka.errors.OffsetStoreError`. ``request.timeout.ms`` in the params
-        overrides the per-request part.
+        :class:`~dstream_kafka.errors.OffsetStoreError`. ``bootstrap.timeout.ms`` and
+        ``request.timeout.ms`` in the params override the bootstrap and per-request parts.
+        A client is opened as createRDD opens its own, SASL credentials checked first, all
+        within the bootstrap bound: no broker reached in time, or refused credentials, fail
+        the call with createRDD's words (the servers, the bound and the likely cause, such as
+        a ``security.protocol`` the listener does not speak).
     """
 
     def __init__(self, kafkaParams: Mapping[str, Any], *, data_loss_topic: str = DATA_LOSS_TOPIC,
@@ -148,7 +161,7 @@ class KafkaGroupOffsetStore(OffsetStore):
         if self._admin is None:
             from kafka import KafkaAdminClient
 
-            self._admin = KafkaAdminClient(**kafka_client_config(
+            self._admin = bootstrapped_client(KafkaAdminClient, kafka_client_config(
                 self._params, "admin", defaults={"request_timeout_ms": self._timeout_ms,
                                                  "bootstrap_timeout_ms": self._timeout_ms}))
         return self._admin
@@ -162,13 +175,12 @@ class KafkaGroupOffsetStore(OffsetStore):
                 break
             except Exception as exc:
                 # A fresh cluster has no __consumer_offsets yet (CoordinatorNotAvailable):
-                # retriable errors are retried until the timeout.
+                # retriable errors are retried until the timeout. No broker reached within
+                # bootstrap.timeout.ms is final (our error, not retriable).
                 if getattr(exc, "retriable", False) and time.monotonic() < deadline:
                     time.sleep(0.2)
                     continue
-                raise OffsetStoreError(
-                    f"Reading the committed offsets of Kafka group {group_id!r} failed: "
-                    f"{type(exc).__name__}: {exc}") from None
+                raise _failure(f"Reading the committed offsets of Kafka group {group_id!r}", exc) from exc
         return {TopicPartition(tp.topic, tp.partition): oam
                 for tp, oam in result.get(group_id, {}).items() if oam.offset is not None and oam.offset >= 0}
 
@@ -213,10 +225,10 @@ class KafkaGroupOffsetStore(OffsetStore):
             try:
                 self._committer.commit(group_id, offsets, self._timeout_ms)
             except Exception as exc:
+                error = _failure(f"Committing offsets of batch {batch_time_ms} to Kafka group {group_id!r}", exc)
                 raise OffsetStoreError(
-                    f"Committing offsets of batch {batch_time_ms} to Kafka group {group_id!r} failed: "
-                    f"{type(exc).__name__}: {exc}. If the stream's driver consumer subscribes with this "
-                    "group.id, bind it with store.bind_consumer(consumer)") from None
+                    f"{error}. If the stream's driver consumer subscribes with this group.id, bind it with "
+                    "store.bind_consumer(consumer)") from exc
         return True
 
     def _history(self, group_id: str, limit: int) -> list[CommitRecord]:
@@ -262,7 +274,7 @@ class KafkaGroupOffsetStore(OffsetStore):
             try:
                 self._ensure_data_loss_topic()
                 # acks=all: a loss record must survive a broker failure.
-                producer = KafkaProducer(**kafka_client_config(
+                producer = bootstrapped_client(KafkaProducer, kafka_client_config(
                     self._params, "producer", defaults={"client_id": "dstream-kafka-data-loss",
                                                         "bootstrap_timeout_ms": self._timeout_ms,
                                                         "max_block_ms": self._timeout_ms},
@@ -273,10 +285,8 @@ class KafkaGroupOffsetStore(OffsetStore):
                 finally:
                     producer.close(timeout=5)
             except Exception as exc:
-                raise OffsetStoreError(
-                    f"Recording data loss of {tp.topic}-{tp.partition} [{lost_from}, {lost_until}) for "
-                    f"group {group_id!r} in topic {self._data_loss_topic!r} failed: "
-                    f"{type(exc).__name__}: {exc}") from None
+                raise _failure(f"Recording data loss of {tp.topic}-{tp.partition} [{lost_from}, {lost_until}) "
+                               f"for group {group_id!r} in topic {self._data_loss_topic!r}", exc) from exc
             current = self._fetch(group_id, [tp]).get(tp)
             if current is not None and current.offset == lost_from:
                 meta = json.dumps({"dstream_kafka": 1, "data_loss": True, "from": lost_from,
@@ -294,11 +304,9 @@ class KafkaGroupOffsetStore(OffsetStore):
         records: list[DataLossRecord] = []
         with self._lock:
             try:
-                consumer = KafkaConsumer(**config)
-            except Exception as exc:  # kafka-python errors (no broker within bootstrap_timeout_ms)
-                raise OffsetStoreError(
-                    f"Reading data-loss records from topic {self._data_loss_topic!r} failed: "
-                    f"{type(exc).__name__}: {exc} (the store waits timeout_ms={self._timeout_ms} for Kafka)") from None
+                consumer = bootstrapped_client(KafkaConsumer, config)
+            except Exception as exc:  # no broker within bootstrap.timeout.ms, credentials refused
+                raise _failure(f"Reading data-loss records from topic {self._data_loss_topic!r}", exc) from exc
             try:
                 parts = consumer.partitions_for_topic(self._data_loss_topic)
                 if not parts:

@@ -380,9 +380,10 @@ class StreamingContext:
 
         Graceful: every batch generated so far is processed and completed first (up to
         :attr:`graceful_stop_timeout`, then the rest is dropped), and a final checkpoint
-        is written. Otherwise the
-        running batch starts no further output operation, is not completed (no commit
-        hooks) and queued batches are dropped. Stopping a stopped context does nothing
+        is written. Otherwise the running batch starts no further output operation and is
+        not completed (no commit hooks, so nothing of it is committed, even when its last
+        output operation returns while the stop waits for it; it is read again at the next
+        start), and queued batches are dropped. Stopping a stopped context does nothing
         but stop the SparkContext if asked. Called from a streaming thread (an output
         operation, a listener) the stop runs in a new thread and this call returns at once.
         """
@@ -411,6 +412,9 @@ class StreamingContext:
 
     def _shutdown(self, graceful: bool) -> None:
         assert self._scheduler is not None
+        # First: a non-graceful stop completes no batch from here on, even one whose output
+        # returns while the sources below are told to give up.
+        self._scheduler.request_stop(graceful)
         for stream in self.graph.input_streams:  # a source waiting on a dead broker gives up
             self._safe(stream.on_stop_requested, "on_stop_requested")
         self._scheduler.stop(graceful)

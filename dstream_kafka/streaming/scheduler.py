@@ -185,6 +185,10 @@ class JobScheduler:
         self._interrupt = threading.Event()
         self._abandoned = threading.Event()
         self._stop_requested = threading.Event()
+        self._stop_lock = threading.Lock()
+        #: Cleared by a non-graceful stop: batches are completed only while it is set.
+        self._completing = threading.Event()
+        self._completing.set()
         self._scheduler_thread: threading.Thread | None = None
         self._job_threads: list[threading.Thread] = []
         self._concurrent_jobs = max(1, concurrent_jobs)
@@ -209,19 +213,39 @@ class JobScheduler:
             thread.start()
         self._scheduler_thread.start()
 
+    @property
+    def stop_requested(self) -> bool:
+        """Whether :meth:`request_stop` (or :meth:`stop`) was called."""
+        return self._stop_requested.is_set()
+
+    def request_stop(self, graceful: bool) -> None:
+        """Tell the loop to stop, without waiting; :meth:`stop` then waits. Once only.
+
+        Non-graceful: from this call on no batch is completed (no completion hook, so no
+        commit), including one whose output operations are running or have just returned,
+        and the running batch starts no further output operation.
+        """
+        with self._stop_lock:
+            if self._stop_requested.is_set():
+                return
+            if not graceful:
+                self._completing.clear()
+                self._interrupt.set()
+            self._stop_requested.set()
+        self._events.put(("stop", graceful))
+
     def stop(self, graceful: bool) -> None:
         """Stop generating batches and wait for the threads to end.
 
         Graceful: every batch generated so far is processed and completed (up to the
-        graceful timeout). Otherwise queued batches are dropped and the running batch
-        starts no further output operation; an unfinished batch gets no completion hook.
+        graceful timeout). Otherwise queued batches are dropped, the running batch starts
+        no further output operation and no batch is completed after this call began: an
+        output operation that returns after it does not commit its batch (it is read again
+        at the next start), as in Spark, whose non-graceful stop sends no commit queue.
         The wait is bounded (the graceful timeout plus :data:`STOP_WAIT_SECONDS`): a batch
         still running then is left to its daemon threads and never completed.
         """
-        self._stop_requested.set()
-        self._events.put(("stop", graceful))
-        if not graceful:
-            self._interrupt.set()
+        self.request_stop(graceful)
         thread = self._scheduler_thread
         if thread is None or thread is threading.current_thread():
             return
@@ -376,7 +400,7 @@ class JobScheduler:
 
     def _finish(self, batch: _Batch) -> bool:
         """Complete or fail a processed batch; return False when the scheduler must stop."""
-        if batch.aborted or self._abandoned.is_set():
+        if batch.aborted or self._abandoned.is_set() or not self._completing.is_set():
             return True  # stopped non-gracefully mid-batch: nothing is committed
         if batch.error is None:
             info = batch.info()

@@ -3,7 +3,11 @@
 Enabled by ``spark.streaming.kafka.metrics.prometheus.port``: the first stream that starts
 with it serves ``/metrics`` of :data:`REGISTRY` on ``127.0.0.1:<port>`` (0 picks a free port,
 see :func:`serving_port`); every stream of the process shares that endpoint and is told apart
-by the label ``stream`` (the stream's number in its context). Names follow Prometheus rules:
+by the label ``stream``, ``<context>-<stream>`` (:func:`stream_label`: the number this process
+gave the stream's StreamingContext, then the stream's number in it), so that the streams of two
+contexts of one process never share a label. A stream's series go when it stops
+(:func:`remove_stream`): a stopped stream leaves no frozen gauge behind for ``sum by (stream)``
+to keep adding. Names follow Prometheus rules:
 prefix ``dstream_kafka_``, base units (seconds), ``_total`` on counters, bounded labels only
 (stream, topic, partition; never batch times, offsets or run ids).
 
@@ -20,8 +24,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import itertools
 import logging
 import threading
+import weakref
 from typing import Any
 
 from dstream_kafka.errors import MissingDependencyError
@@ -34,7 +40,8 @@ _prom_core: Any = None if _prom is None else importlib.import_module("prometheus
 # executor_cache_counters is read.counters' function, exported here with the other figures the
 # page and /metrics show.
 __all__ = ["REGISTRY", "LagMetrics", "StreamMetrics", "serving_port", "ensure_server", "count_data_loss",
-           "data_loss_events", "executor_cache_counters", "exposition"]
+           "data_loss_events", "executor_cache_counters", "exposition", "remove_stream",
+           "stream_label"]
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +52,28 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 
 _lock = threading.Lock()
 _server: Any = None
 _port: int | None = None
-_losses: dict[int, int] = {}
+_losses: dict[int | str, int] = {}
+# The number of each context that asked for a label, in the order they asked: a weak map, so a
+# context that is gone is not kept alive, and a counter that never hands a number out twice.
+_contexts: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_context_numbers = itertools.count(1)
+
+
+def stream_label(context: Any, stream: int) -> str:
+    """The ``stream`` label of stream number ``stream`` of ``context``: ``"<context>-<stream>"``.
+
+    A context gets its number (1, 2, ...) the first time one of its streams asks, and keeps it
+    for its life; no two contexts of the process get the same number. ``context`` None (a
+    stream without a StreamingContext, such as a DataFrame stream) gets a new number each call.
+    """
+    with _lock:
+        if context is None:
+            number = next(_context_numbers)
+        else:
+            number = _contexts.get(context) or 0
+            if not number:
+                number = _contexts[context] = next(_context_numbers)
+    return f"{number}-{stream}"
 
 
 def _require() -> None:
@@ -117,8 +145,38 @@ if _prom is not None:
                 yield family
 
     REGISTRY.register(_CacheCollector())
+
+    #: Every metric with a ``stream`` label, with its label names (removal needs them in order).
+    _PER_STREAM: tuple[tuple[Any, tuple[str, ...]], ...] = (
+        (BATCHES, ("stream",)), (RECORDS, ("stream", "topic")),
+        (BATCH_DURATION, ("stream",)), (SCHEDULING_DELAY, ("stream",)),
+        (PROCESSING_DELAY, ("stream",)), (COMMIT_DURATION, ("stream",)),
+        (TOTAL_DELAY, ("stream",)), (DATA_LOSS, ("stream",)),
+        (LAG, tuple(_PARTITION)), (COMMITTED, tuple(_PARTITION)),
+        (LAG_OFFSETS, tuple(_PARTITION)), (LAG_SECONDS, tuple(_PARTITION)),
+        (LOG_END, tuple(_PARTITION)), (LAG_LOOKUPS, ("stream", "outcome")),
+        (LAG_STATUS, ("stream", "status")))
 else:  # pragma: no cover
     REGISTRY = None
+
+
+def remove_stream(label: str) -> None:
+    """Remove every series whose ``stream`` label is ``label`` from :data:`REGISTRY` (and forget
+    its data-loss count): the stream stopped, and a series it left would stay at its last value
+    for as long as the process serves /metrics."""
+    with _lock:
+        _losses.pop(label, None)
+    if REGISTRY is None:
+        return
+    for metric, names in _PER_STREAM:
+        found = {tuple(sample.labels[n] for n in names)
+                 for family in metric.collect() for sample in family.samples
+                 if sample.labels.get("stream") == label}
+        for values in found:
+            try:
+                metric.remove(*values)
+            except KeyError:  # removed meanwhile by another stop of the same label
+                pass
 
 
 def ensure_server(port: int) -> int:
@@ -145,16 +203,17 @@ def serving_port() -> int | None:
     return _port
 
 
-def count_data_loss(stream: int) -> None:
-    """Count one data-loss event of ``stream`` (the Prometheus counter needs prometheus_client)."""
+def count_data_loss(stream: int | str) -> None:
+    """Count one data-loss event of ``stream``, its label (:func:`stream_label`) (the Prometheus
+    counter needs prometheus_client)."""
     with _lock:
         _losses[stream] = _losses.get(stream, 0) + 1
     if REGISTRY is not None:
         DATA_LOSS.labels(stream=str(stream)).inc()
 
 
-def data_loss_events(stream: int) -> int:
-    """Data-loss events of ``stream`` counted in this process so far."""
+def data_loss_events(stream: int | str) -> int:
+    """Data-loss events of ``stream`` (its label) counted in this process so far."""
     with _lock:
         return _losses.get(stream, 0)
 
@@ -173,18 +232,32 @@ class StreamMetrics:
 
     Parameters
     ----------
-    stream : int
-        The stream's number, the ``stream`` label.
+    stream : int or str
+        The ``stream`` label (:func:`stream_label`).
     port : int or None
         Port for :func:`ensure_server`; None when only the Streaming page serves them.
     """
 
-    def __init__(self, stream: int, port: int | None) -> None:
+    def __init__(self, stream: int | str, port: int | None) -> None:
         _require()
         self.stream = str(stream)
         self.port = None if port is None else ensure_server(port)
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """The stream stopped: remove its series; a later progress (none is expected) sets
+        none again."""
+        with self._lock:  # after an update in flight
+            self.closed = True
+        remove_stream(self.stream)
 
     def __call__(self, progress: Any) -> None:
+        with self._lock:
+            if not self.closed:
+                self._update(progress)
+
+    def _update(self, progress: Any) -> None:
         s = self.stream
         BATCHES.labels(stream=s).inc()
         per_topic: dict[str, int] = {}
@@ -219,11 +292,24 @@ class LagMetrics:
     series (never NaN, which would make ``sum()`` NaN).
     """
 
-    def __init__(self, stream: int) -> None:
+    def __init__(self, stream: int | str) -> None:
         _require()
         self.stream = str(stream)
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """The stream stopped: returns once no sample is being set, and later samples (a tick
+        the timer's stop did not wait for) set no series again."""
+        with self._lock:
+            self.closed = True
 
     def __call__(self, sample: Any, verdict: Any) -> None:
+        with self._lock:
+            if not self.closed:
+                self._update(sample, verdict)
+
+    def _update(self, sample: Any, verdict: Any) -> None:
         s = self.stream
         LAG_LOOKUPS.labels(stream=s, outcome="failed" if sample.lookupError else "ok").inc()
         for p in sample.partitions:

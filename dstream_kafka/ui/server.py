@@ -194,9 +194,10 @@ class StreamingPage:
         log.info("Streaming page on %s (Prometheus metrics on %smetrics)", self.url, self.url)
         return self.url
 
-    def stream_feed(self, stream: int, description: str, store: Any, group: str) -> Any:
+    def stream_feed(self, stream: int, description: str, store: Any, group: str,
+                    label: str | None = None) -> Any:
         """The progress output that feeds stream ``stream``'s charts (see :class:`PageState`)."""
-        return self.state.stream_feed(stream, description, store, group)
+        return self.state.stream_feed(stream, description, store, group, label)
 
     def stop(self) -> None:
         """Stop serving and free the port."""

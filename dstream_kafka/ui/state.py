@@ -237,10 +237,12 @@ class PageState:
             self.total_records += row.records
 
     def stream_feed(self, stream: int, description: str, store: Any,
-                    group: str) -> Callable[[Any], None]:
+                    group: str, label: str | None = None) -> Callable[[Any], None]:
         """The progress output of direct stream ``stream``: keeps its progress and, when its
         data-loss count grew, re-reads the loss records from ``store`` (on the stream's
-        scheduler thread, which is also the one committing, so the store is not shared)."""
+        scheduler thread, which is also the one committing, so the store is not shared).
+        ``label`` is the stream's metrics label, under which its data losses are counted
+        (:func:`dstream_kafka.ui.metrics.count_data_loss`); by default its number."""
         from dstream_kafka.ui import metrics
 
         store_name = "none" if store is None else type(store).__name__
@@ -249,8 +251,10 @@ class PageState:
                               collections.deque(maxlen=self.retained))
             self._streams[stream] = view
 
+        counted: int | str = stream if label is None else label
+
         def feed(progress: Any) -> None:
-            losses = metrics.data_loss_events(stream)
+            losses = metrics.data_loss_events(counted)
             rows: list[DataLossRow] | None = None
             if losses != view.losses_seen and store is not None:
                 rows = [DataLossRow(stream, r.topic, r.partition, r.lost_from, r.lost_until,

@@ -35,6 +35,7 @@ from dstream_kafka.errors import ConfigurationError, KafkaWriteError, OutputFenc
 from dstream_kafka.offsets import OffsetRange
 from dstream_kafka.write.producers import consumer_settings, open_producer
 from dstream_kafka.write.settings import AT_LEAST_ONCE, EXACTLY_ONCE, OutputSettings, transactional_id
+from dstream_kafka.write.settings import DEFAULT_TOPIC_WAIT_S
 from dstream_kafka.write.task import write_at_least_once, write_exactly_once
 
 __all__ = ["KafkaOutput", "check_narrow_lineage"]
@@ -124,9 +125,13 @@ class KafkaOutput:
     Raises
     ------
     ConfigurationError
-        For bad parameters or options (:meth:`OutputSettings.of`), before any data moves.
+        For bad parameters or options (:meth:`OutputSettings.of`): an illegal topic name, a
+        numeric producer setting outside Kafka's range ..., before any data moves.
     KafkaAuthenticationError
         When the brokers refuse the SASL credentials (checked here, never quoting them).
+    BrokerTimeoutError
+        With SASL: when no broker bootstraps within ``bootstrap.timeout.ms``, or at once when
+        the listener refuses the SASL handshake (a PLAINTEXT listener), as ``createRDD``.
     """
 
     def __init__(self, kafkaParams: Mapping[str, Any], topic: str | None = None,
@@ -135,7 +140,8 @@ class KafkaOutput:
         if backend is None:
             backend = _default_backend()
         settings = OutputSettings.of(kafkaParams, topic, guarantee, backend, applicationId)
-        self.settings = dataclasses.replace(settings, cache=_producer_cache_enabled())
+        self.settings = dataclasses.replace(settings, cache=_producer_cache_enabled(),
+                                            topic_wait_s=_topic_wait_s())
         # Refused SASL credentials fail here, in seconds, not in every task after a timeout.
         check_credentials(consumer_settings(self.settings))
         self._source: Any = None
@@ -316,6 +322,15 @@ def _producer_cache_enabled() -> bool:
 
     sc = active_context()
     return True if sc is None else SparkConfReader(sc.getConf()).producer_cache_enabled
+
+
+def _topic_wait_s() -> float:
+    from dstream_kafka._spark_internals import active_context
+    from dstream_kafka.config import SparkConfReader
+
+    sc = active_context()
+    conf = None if sc is None else SparkConfReader(sc.getConf())
+    return DEFAULT_TOPIC_WAIT_S if conf is None else conf.producer_topic_wait_ms / 1000.0
 
 
 def _direct_source(stream: Any) -> Any:

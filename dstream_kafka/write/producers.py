@@ -15,10 +15,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from dstream_kafka._kafka_internals import transaction_step
+from dstream_kafka._kafka_internals import producer_partitions, transaction_step
 from dstream_kafka.client.param_checks import bootstrap_failure
 from dstream_kafka.errors import KafkaWriteError
-from dstream_kafka.write.records import Message
+from dstream_kafka.write.records import Message, TopicPartitions
 from dstream_kafka.write.settings import OutputSettings
 
 __all__ = ["ConfluentProducer", "KafkaPythonProducer", "OutputProducer", "open_producer"]
@@ -45,7 +45,11 @@ class OutputProducer(Protocol):
     :class:`~dstream_kafka.errors.KafkaWriteError` (or the client's own fencing error)."""
 
     def send(self, message: Message) -> None:
-        """Queue ``message``; delivery errors surface at :meth:`flush` or :meth:`commit`."""
+        """Queue ``message``; delivery errors surface at :meth:`flush` or :meth:`commit`.
+
+        A topic missing from the cluster, or a partition it lacks, raises
+        :class:`~dstream_kafka.errors.UnknownTopicPartitionError` here
+        (:class:`~dstream_kafka.write.records.TopicPartitions`)."""
 
     def flush(self) -> None:
         """Wait until every queued message is acknowledged; raise on any delivery error."""
@@ -107,8 +111,13 @@ class KafkaPythonProducer:
             if error is None:
                 raise
             raise error from None
+        self._topics = TopicPartitions(self._partition_count, settings.topic_wait_s)
+
+    def _partition_count(self, topic: str, timeout_s: float, refresh: bool) -> int | None:
+        return producer_partitions(self._producer, topic, int(timeout_s * 1000), refresh)
 
     def send(self, message: Message) -> None:
+        self._topics.check(message)  # the topic exists and has the partition (cached)
         future = self._producer.send(message.topic, value=message.value, key=message.key,
                                      headers=message.headers or None,
                                      partition=message.partition)
@@ -210,6 +219,17 @@ class ConfluentProducer:
         self._producer = self._ck.Producer(conf)
         self._consumer: Any = None
         self._consumer_group: str | None = None
+        self._topics = TopicPartitions(self._partition_count, settings.topic_wait_s)
+
+    def _partition_count(self, topic: str, timeout_s: float, refresh: bool) -> int | None:
+        # list_topics always asks a broker: every look-up is fresh.
+        try:
+            found = self._producer.list_topics(topic, max(timeout_s, 0.001)).topics.get(topic)
+        except self._ck.KafkaException:  # no answer within timeout_s
+            return None
+        if found is None or found.error is not None or not found.partitions:
+            return None
+        return len(found.partitions)
 
     def _on_client_error(self, error: Any) -> None:
         if error.fatal():
@@ -220,6 +240,7 @@ class ConfluentProducer:
             self._errors.append(error)
 
     def send(self, message: Message) -> None:
+        self._topics.check(message)  # the topic exists and has the partition (cached)
         kwargs: dict[str, Any] = {"value": message.value, "key": message.key,
                                   "on_delivery": self._on_delivery}
         if message.headers:

@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dstream_kafka.client.kafka_params import producer_config, redact
+from dstream_kafka.client.kafka_params import is_secret_key, producer_config, redact
 from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.write.records import check_topic
 
 __all__ = ["AT_LEAST_ONCE", "BACKENDS", "EXACTLY_ONCE", "GUARANTEES", "OutputSettings",
            "transactional_id"]
@@ -45,6 +46,32 @@ _CONSUMER_ONLY = ("group.id", "isolation.level", "fetch.queue.backoff.ms",
                   "auto.offset.reset", "enable.partition.eof", "check.crcs",
                   "allow.auto.create.topics")
 _APP_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
+_INT_MAX = 2**31 - 1
+#: Java's ranges (``ProducerConfig``) of the numeric producer settings passed to the clients,
+#: by kafka-python name: (minimum, maximum). kafka-python checks none of them (it took
+#: linger.ms=-1); librdkafka's own, sometimes narrower, ranges are checked on the driver too
+#: for the confluent-kafka backend (:func:`_check_librdkafka`).
+PRODUCER_RANGES: dict[str, tuple[float, float]] = {
+    "batch_size": (0, _INT_MAX),
+    "delivery_timeout_ms": (0, _INT_MAX),
+    "linger_ms": (0, 2**63 - 1),
+    "max_block_ms": (0, 2**63 - 1),
+    # at most 5 with the idempotent producer the output always is (Java's ConfigException)
+    "max_in_flight_requests_per_connection": (1, 5),
+    "max_request_size": (0, _INT_MAX),
+    "metadata_max_age_ms": (0, 2**63 - 1),
+    "metrics_num_samples": (1, _INT_MAX),
+    "metrics_sample_window_ms": (0, 2**63 - 1),
+    "receive_buffer_bytes": (-1, _INT_MAX),
+    "reconnect_backoff_max_ms": (0, 2**63 - 1),
+    "reconnect_backoff_ms": (0, 2**63 - 1),
+    "request_timeout_ms": (0, _INT_MAX),
+    "retries": (0, float("inf")),
+    "retry_backoff_ms": (0, 2**63 - 1),
+    "send_buffer_bytes": (-1, _INT_MAX),
+}
+#: How long a write task waits for a record's topic to appear in the metadata, by default.
+DEFAULT_TOPIC_WAIT_S = 10.0
 
 
 def transactional_id(application_id: str, topic: str, partition: int) -> str:
@@ -85,6 +112,9 @@ class OutputSettings:
     cache : bool
         Whether write tasks keep their producer in the Python worker for the next task
         (``spark.streaming.kafka.producer.cache.enabled``).
+    topic_wait_s : float
+        How long a write task waits for a record's topic to appear in the cluster's metadata
+        before it fails naming the topic (``spark.streaming.kafka.producer.topicWait.ms``).
     """
 
     producer: dict[str, Any]
@@ -97,6 +127,7 @@ class OutputSettings:
     application_id: str | None = None
     timeout_s: float = 60.0
     cache: bool = True
+    topic_wait_s: float = DEFAULT_TOPIC_WAIT_S
 
     @classmethod
     def of(cls, kafkaParams: Mapping[str, Any], topic: str | None, guarantee: str,
@@ -109,7 +140,9 @@ class OutputSettings:
             For bad producer parameters (as
             :func:`~dstream_kafka.client.kafka_params.producer_config`), ``acks`` other than
             ``all`` or ``enable.idempotence=false`` (the guarantees need both), an unknown
-            guarantee or backend, a bad topic or application id.
+            guarantee or backend, a topic that is not a legal Kafka topic name
+            (:func:`~dstream_kafka.write.records.check_topic`), a bad application id, or a
+            numeric producer setting outside Java's range (:data:`PRODUCER_RANGES`).
         MissingDependencyError
             For the confluent-kafka backend without the package.
         """
@@ -119,10 +152,8 @@ class OutputSettings:
         if backend not in BACKENDS:
             raise ConfigurationError(
                 f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-        if topic is not None and (not isinstance(topic, str) or not topic.strip()):
-            raise ConfigurationError(
-                f"topic must be a non-empty topic name (or None: every record names its "
-                f"topic), got {topic!r}")
+        if topic is not None:
+            check_topic(topic, "the Kafka output's topic")
         if application_id is not None and (not isinstance(application_id, str)
                                            or not _APP_ID.fullmatch(application_id)):
             raise ConfigurationError(
@@ -140,10 +171,13 @@ class OutputSettings:
                     f"the Kafka output needs {java}={'all' if needed == -1 else 'true'} (an "
                     f"idempotent producer: retries write no duplicates, and transactions need "
                     f"it); remove {java} from its kafkaParams")
+        _check_ranges(config)
         key_ser = config.pop("key_serializer", None)
         value_ser = config.pop("value_serializer", None)
         config.update(_REQUIRED)
         librdkafka = librdkafka_producer_config(config) if backend == "confluent-kafka" else None
+        if librdkafka is not None:
+            _check_librdkafka(librdkafka)
         timeout_s = max(float(config.get("transaction_timeout_ms", 60000)) / 1000.0, 10.0)
         return cls(config, librdkafka, topic, guarantee, backend, key_ser, value_ser,
                    application_id, timeout_s)
@@ -152,6 +186,50 @@ class OutputSettings:
         return (f"OutputSettings(topic={self.topic!r}, guarantee={self.guarantee!r}, "
                 f"backend={self.backend!r}, application_id={self.application_id!r}, "
                 f"producer={redact(self.producer)!r})")
+
+
+def _check_ranges(config: Mapping[str, Any]) -> None:
+    """Refuse numeric producer settings outside Java's range, naming the Java key and the
+    range; the value itself is described, not quoted (it could be a misplaced secret)."""
+    for name, (low, high) in PRODUCER_RANGES.items():
+        value = config.get(name)
+        if value is None or low <= value <= high:
+            continue
+        java = name.replace("_", ".")
+        where = f"below its minimum {low}" if value < low else f"above its maximum {high}"
+        if name == "max_in_flight_requests_per_connection" and value > high:
+            where += " (the output's producer is idempotent, which allows at most 5)"
+        upper = "" if high in (float("inf"), 2**63 - 1) else f" to {high}"
+        raise ConfigurationError(
+            f"Kafka parameter {java} is {where}: it takes {low}{upper or ' or more'}, as "
+            f"in Kafka's producer; fix or remove {java} in the output's kafkaParams")
+
+
+def _check_librdkafka(properties: Mapping[str, Any]) -> None:
+    """Refuse librdkafka producer ``properties`` that librdkafka itself refuses (its ranges
+    are narrower than Java's for some settings, e.g. ``linger.ms`` at most 900000,
+    ``batch.size`` at least 1), on the driver instead of in every write task.
+
+    A producer is created without ``bootstrap.servers`` (so it connects nowhere: a few ms)
+    and dropped; its constructor checks every property and their combinations.
+    """
+    from dstream_kafka.read.backends.confluent import require_confluent
+
+    ck = require_confluent()
+    probe = {k: v for k, v in properties.items() if k != "bootstrap.servers"}
+    probe["log_level"] = 0  # no "no bootstrap.servers" warning
+    try:
+        ck.Producer(probe)
+    except ck.KafkaException as exc:
+        found = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
+        named = re.search(r'property "([^"]+)"', found)
+        if named is not None and is_secret_key(named.group(1)):
+            found = f"a bad value of {named.group(1)}"
+        raise ConfigurationError(
+            f"the confluent-kafka backend (librdkafka) refuses the output's producer settings: "
+            f"{found.strip()}; fix the setting in the output's kafkaParams (librdkafka's name "
+            "may differ: queue.buffering.max.ms is linger.ms, message.max.bytes is "
+            "max.request.size, socket.timeout.ms is request.timeout.ms)") from None
 
 
 def librdkafka_producer_config(config: Mapping[str, Any]) -> dict[str, Any]:

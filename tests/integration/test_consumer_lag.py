@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
@@ -23,7 +24,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetStores, config
-from dstream_kafka.ui import active_page
+from dstream_kafka.ui import active_page, metrics
 
 from support import wait_until
 
@@ -63,9 +64,10 @@ class Producer:
         self._thread.join(60)
 
 
-def _metrics(url: str, stream: int, topic: str) -> dict[str, float]:
-    """Partition 0's samples on /metrics, once its lag in seconds is there."""
+def _metrics(url: str, stream: Any, topic: str) -> dict[str, float]:
+    """Partition 0's samples of ``stream`` on /metrics, once its lag in seconds is there."""
     found: dict[str, float] = {}
+    label = metrics.stream_label(stream.context(), stream.id)
 
     def scrape() -> bool:
         with urllib.request.urlopen(url + "metrics", timeout=10) as reply:
@@ -73,7 +75,7 @@ def _metrics(url: str, stream: int, topic: str) -> dict[str, float]:
         found.clear()
         found.update({s.name: s.value for family in text_string_to_metric_families(text)
                       for s in family.samples
-                      if s.labels.get("stream") == str(stream) and s.labels.get("topic") == topic
+                      if s.labels.get("stream") == label and s.labels.get("topic") == topic
                       and s.labels.get("partition") == "0"})
         return "dstream_kafka_lag_seconds" in found
     wait_until(scrape, what="the lag gauges on /metrics", interval=0.2)
@@ -147,10 +149,10 @@ def _verdict_names(stream: Any, cause: str) -> Callable[[], bool]:
 def _lag_grown_by_50(stream: Any, page: Any, topic: str, png: Path, what: str) -> tuple[Any, ...]:
     """The metrics before and after the stream's lag grew by 50 offsets, then the page (saved
     as ``png``) and the verdict."""
-    before = _metrics(page.url, stream.id, topic)
+    before = _metrics(page.url, stream, topic)
     wait_until(lambda: stream.lag.latest.lagOffsets > before["dstream_kafka_lag_offsets"] + 50,
                what=what)
-    return before, _metrics(page.url, stream.id, topic), _page(page.url, png), stream.lag.verdict()
+    return before, _metrics(page.url, stream, topic), _page(page.url, png), stream.lag.verdict()
 
 
 def test_a_stream_capped_below_the_production_rate_shows_lag_rising_and_names_the_rate_limit(
@@ -172,12 +174,12 @@ def test_a_stream_capped_below_the_production_rate_shows_lag_rising_and_names_th
         wait_until(lambda: stream.lag.latest is not None
                    and stream.lag.latest.maxLagSeconds is not None
                    and stream.lag.latest.lagOffsets > 50, what="a first lag in seconds")
-        before = _metrics(page.url, stream.id, topic)
+        before = _metrics(page.url, stream, topic)
         wait_until(_verdict_names(stream, "rate limit"), what="the verdict to name the cap")
         wait_until(lambda: stream.lag.latest.lagOffsets > before["dstream_kafka_lag_offsets"] + 200
                    and stream.lag.latest.maxLagSeconds > before["dstream_kafka_lag_seconds"] + 1,
                    what="the lag to grow by 200 offsets and 1 s")
-        after = _metrics(page.url, stream.id, topic)
+        after = _metrics(page.url, stream, topic)
         dom = _page(page.url, tmp_path / "lag-rate-limit.png")
         verdict = stream.lag.verdict()
         progress = stream.lastProgress
@@ -290,3 +292,34 @@ def test_a_batch_stuck_in_its_output_shows_lag_rising_and_names_the_stuck_spark_
     (shown,) = dom.having("id", f"lag-verdict-{stream.id}")
     assert shown["data-status"] == "STOP"
     assert any("stuck Spark job" in t for t in dom.text)
+
+
+def test_a_broker_that_goes_down_turns_the_verdict_err_within_the_lag_timers_own_bound(
+        own_kafka, make_ssc, spark_conf, unique):
+    # Each look-up of the timer is bounded by its interval, at least 2 s: before, the first
+    # look-up after the broker went down waited 30 s and the verdict stayed OK all that time.
+    spark_conf(config.LAG_INTERVAL, "1s")
+    spark_conf(config.LOOKUP_TIMEOUT, "2s")  # the batches' own look-ups
+    topic = unique("lag-down")
+    own_kafka.create_topic(topic, partitions=1)
+    own_kafka.produce(topic, [b"x"] * 5)
+    ssc = make_ssc(BATCH)
+    stream = KafkaUtils.createDirectStream(ssc, LocationStrategies.PreferConsistent,
+                                           ConsumerStrategies.Subscribe([topic], _params(own_kafka, unique)))
+    stream.foreachRDD(lambda rdd: rdd.count())
+    ssc.start()
+    wait_until(lambda: stream.lag.latest is not None and stream.lag.latest.lagOffsets == 0
+               and stream.lag.verdict().status == "OK", what="the stream caught up, verdict OK")
+
+    (node,) = own_kafka.node_ids
+    own_kafka.stop_broker(node, kill=True)
+    down = time.monotonic()
+    wait_until(lambda: stream.lag.verdict().status == "ERR", what="the verdict ERR",
+               timeout=60, interval=0.05)
+    elapsed = time.monotonic() - down
+
+    # One interval to the next tick, its look-up's bound, plus 4 s for a loaded machine's
+    # scheduling: far below the 30 s the look-up waited before.
+    assert stream.lag.lookup_bound_ms == 2000
+    assert elapsed < 1.0 + 2.0 + 4.0, elapsed
+    assert stream.lag.verdict().cause.startswith("broker unreachable")

@@ -10,6 +10,7 @@ import pytest
 from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetRange, OffsetStores
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.sql import offsetRanges
+from dstream_kafka.streaming import datetime_to_ms
 
 from support import TIMEOUT, wait_until
 
@@ -89,3 +90,44 @@ def test_a_failing_foreach_batch_func_commits_nothing_and_stops_the_stream(
         context.awaitTermination(TIMEOUT)
     assert calls == [6]
     assert store.load(group, [topic]) in ({}, {TopicPartition(topic, 0): 0})
+
+
+def test_a_batch_whose_func_failed_is_run_again_after_a_restart_with_the_same_batch_id(
+        make_ssc, kafka, unique, tmp_path):
+    topic, group = unique("t"), unique("g")
+    folder = tmp_path / "offsets"  # the checkpoint store keeps each planned batch (write-ahead)
+    context, stream = _stream(make_ssc, kafka, topic, group, OffsetStores.checkpoint(folder))
+    failed: list[tuple[int, list[OffsetRange]]] = []
+
+    def fail(df: Any, batch_id: int) -> None:
+        if any(r.count() for r in offsetRanges(df)):
+            failed.append((batch_id, offsetRanges(df)))
+            raise RuntimeError("the sink is down")
+
+    stream.foreachBatch(fail)
+    context.start()
+    with pytest.raises(Exception, match="the sink is down"):
+        context.awaitTermination(TIMEOUT)
+    context.stop(stopSparkContext=False)
+    seen: list[tuple[int, int, list[OffsetRange]]] = []
+
+    context = make_ssc(0.3)
+    stream = KafkaUtils.createDirectStream(
+        context, LocationStrategies.PreferConsistent,
+        ConsumerStrategies.Subscribe([topic], _params(kafka, group)),
+        offsetStore=OffsetStores.checkpoint(folder))
+
+    engine_times: list[int] = []
+
+    def record(df: Any, batch_id: int) -> None:
+        if any(r.count() for r in offsetRanges(df)):
+            seen.append((batch_id, df.count(), offsetRanges(df)))
+
+    stream.foreachRDD(lambda time, rdd: engine_times.extend(
+        [datetime_to_ms(time)] if any(r.count() for r in rdd.offsetRanges()) else []))
+    stream.foreachBatch(record)
+    context.start()
+    wait_until(lambda: seen, "the failed batch run again")
+    assert failed == [(seen[0][0], [OffsetRange(topic, 0, 0, 6)])]
+    assert seen[0][1:] == (6, [OffsetRange(topic, 0, 0, 6)])
+    assert engine_times[0] > seen[0][0]  # the new run's engine time is not the batch's id

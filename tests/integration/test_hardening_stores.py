@@ -1,4 +1,5 @@
-"""Hardening of the offset stores and checkpoint folders (issue #18, items 1, 2, 5 and 9).
+"""Hardening of the offset stores and checkpoint folders (issue #18, items 1, 2, 5 and 9; issue #37,
+items 2 and 11).
 
 Every test runs against the real service: a Kafka broker, a ZooKeeper server (a private one
 where the test stops it), PostgreSQL, or a checkpoint folder on a real (read-only bind-mounted)
@@ -236,7 +237,8 @@ def committed(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("offset", [28, 5], ids=["ahead-skips-records", "behind-re-reads-records"])
 def test_a_commit_file_whose_offsets_contradict_its_own_ranges_is_refused(committed, offset):
     _edit(committed / "commits" / "2000", lambda doc: doc["offsets"]["events"].update({"0": offset}))
-    with pytest.raises(CorruptCheckpointError, match=r"(?s)commits/2000.*events-0.*ranges end at 20"):
+    with pytest.raises(CorruptCheckpointError,
+                       match=r"(?s)commits/2000.*topic events partition 0.*own range ends at 20"):
         OffsetStores.checkpoint(committed).load(G)
 
 
@@ -252,13 +254,13 @@ def test_a_commit_file_whose_ranges_and_offsets_agree_but_contradict_the_offsets
 
 def test_a_commit_file_that_changes_a_partition_outside_its_batch_is_refused(committed):
     _edit(committed / "commits" / "2000", lambda doc: doc["offsets"]["events"].update({"1": 2}))
-    with pytest.raises(CorruptCheckpointError, match=r"(?s)commits/2000.*events-1.*commits/1000"):
+    with pytest.raises(CorruptCheckpointError, match=r"(?s)commits/2000.*topic events partition 1.*commits/1000"):
         OffsetStores.checkpoint(committed).load(G)
 
 
 def test_a_commit_file_that_drops_a_partition_of_its_predecessor_is_refused(committed):
     _edit(committed / "commits" / "2000", lambda doc: doc["offsets"]["events"].pop("1"))
-    with pytest.raises(CorruptCheckpointError, match=r"(?s)commits/2000.*events-1"):
+    with pytest.raises(CorruptCheckpointError, match=r"(?s)commits/2000.*topic events partition 1"):
         OffsetStores.checkpoint(committed).load(G)
 
 
@@ -312,6 +314,98 @@ def test_a_commit_after_a_recorded_data_loss_passes_the_cross_check(tmp_path):
     store.plan(G, 2000, [r(40, 45)])
     store.commit(G, 2000, [r(40, 45)])
     assert OffsetStores.checkpoint(tmp_path / "checkpoint").load(G) == {TopicPartition("events", 0): 45}
+
+
+# -- issue #37 item 2: the checkpoint store applies the chain rule of the other stores -------------
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def empty_newest(committed: Path) -> Path:
+    """``committed`` plus an empty batch 3000, events-0 [20, 20), planned and committed."""
+    store = OffsetStores.checkpoint(committed)
+    store.plan(G, 3000, [r(20, 20)])
+    store.commit(G, 3000, [r(20, 20)])
+    store.close()
+    return committed
+
+
+def _skip_to_28(doc: dict[str, Any]) -> None:
+    doc["ranges"][0].update(fromOffset=28, untilOffset=28)
+    if "offsets" in doc:
+        doc["offsets"]["events"]["0"] = 28
+
+
+@pytest.mark.parametrize("files", [["commits"], ["commits", "offsets"]], ids=["commit", "commit-and-plan"])
+def test_an_empty_newest_commit_edited_to_skip_records_is_refused_and_nothing_changes(empty_newest, files):
+    for folder in files:
+        _edit(empty_newest / folder / "3000", _skip_to_28)
+    before = _snapshot(empty_newest)
+    store = OffsetStores.checkpoint(empty_newest)
+    for call in (lambda: store.load(G), lambda: store.pending(G), lambda: store.commit(G, 4000, [r(28, 30)])):
+        with pytest.raises(CorruptCheckpointError) as caught:
+            call()
+        message = str(caught.value)
+        assert re.search(r"commits/3000 is corrupt: topic events partition 0: its range starts at 28, but "
+                         r"\S*commits/2000 ended at 20", message), message
+        assert f"dstream-kafka offsets history --store checkpoint:{empty_newest} --group {G}" in message
+        assert "restore the file" in message and "no offset was reset" in message
+    assert _snapshot(empty_newest) == before
+    # The command it names shows the commits as stored.
+    assert [(h.batch_time_ms, h.ranges) for h in store.history(G, 2)] == [(3000, (r(28, 28),)),
+                                                                        (2000, (r(10, 20),))]
+
+
+def test_a_plan_file_edited_away_from_its_commit_is_refused(empty_newest):
+    _edit(empty_newest / "offsets" / "3000", _skip_to_28)
+    with pytest.raises(CorruptCheckpointError,
+                       match=r"(?s)commits/3000 is corrupt: its ranges are not those planned in \S*offsets/3000 "
+                             r"\(topic events partition 0: planned \[28, 28\), committed \[20, 20\)\)"):
+        OffsetStores.checkpoint(empty_newest).load(G)
+
+
+def test_a_newest_commit_whose_write_ahead_file_is_missing_is_refused(committed):
+    (committed / "offsets" / "2000").unlink()
+    before = _snapshot(committed)
+    with pytest.raises(CorruptCheckpointError,
+                       match=r"(?s)commits/2000 is corrupt: its write-ahead file \S*offsets/2000 is missing.*"
+                             r"offsets history"):
+        OffsetStores.checkpoint(committed).load(G)
+    assert _snapshot(committed) == before
+
+
+def test_a_commit_made_without_a_plan_writes_its_own_write_ahead_file(tmp_path):
+    # Imports, resets and commits through the API plan nothing; the store plans them itself.
+    folder = tmp_path / "checkpoint"
+    store = OffsetStores.checkpoint(folder)
+    store.commit(G, 1000, [r(0, 10)])
+    store.reset(G, {TopicPartition("events", 0): 4}, expected={TopicPartition("events", 0): 10},
+                user="u", host="h", batch_time_ms=2000)
+    assert sorted(os.listdir(folder / "offsets")) == ["1000", "2000"]
+    assert OffsetStores.checkpoint(folder).load(G) == {TopicPartition("events", 0): 4}
+
+
+def test_an_import_that_stopped_before_its_commit_file_is_never_re_run_as_a_batch(committed):
+    # The import wrote its write-ahead file, then died: a stream restart must not read the
+    # records it meant to skip as a batch (a stream's own plan would be re-run).
+    store = OffsetStores.checkpoint(committed)
+    store.commit(G, 3000, [r(20, 28)])
+    store.close()
+    for name in ("3000", "2000.next"):
+        (committed / "commits" / name).unlink()
+    restarted = OffsetStores.checkpoint(committed)
+    assert restarted.load(G) == {TopicPartition("events", 0): 20, TopicPartition("events", 1): 7}
+    assert restarted.pending(G) is None
+
+
+def test_a_newest_commit_of_0_1_0_without_a_write_ahead_file_is_still_read(committed):
+    # 0.1.0 wrote no write-ahead file for imports and resets, and no "planned" key.
+    _edit(committed / "commits" / "2000", lambda doc: doc.pop("planned"))
+    (committed / "offsets" / "2000").unlink()
+    assert OffsetStores.checkpoint(committed).load(G) == {TopicPartition("events", 0): 20,
+                                                          TopicPartition("events", 1): 7}
 
 
 # -- item 1: a store whose server stops answering fails the call within the store's timeout --------
@@ -482,5 +576,34 @@ def test_a_kafka_group_store_call_without_a_broker_fails_within_its_timeout(uniq
         took, error, _ = bounded(calls[call], 20 * KAFKA_TIMEOUT_MS / 1000)
         assert isinstance(error, OffsetStoreError), repr(error)
         assert took < 2 * KAFKA_TIMEOUT_MS / 1000 + 3
+    finally:
+        bounded(store.close, 10)
+
+
+# -- issue #37 item 11: the group store bootstraps as createRDD does, within bootstrap.timeout.ms ---
+
+SASL_SECRET = "S3cr3t-PW-37"
+
+
+@pytest.mark.parametrize("call", ["load", "data_losses"])
+def test_a_kafka_group_store_speaking_sasl_to_a_plaintext_listener_fails_as_create_rdd_within_bootstrap_timeout(
+        kafka, unique, call):
+    # timeout_ms stays at its 30 s default: the params' bootstrap.timeout.ms bounds the bootstrap.
+    store = OffsetStores.kafka({
+        "bootstrap.servers": kafka.bootstrap_servers, "bootstrap.timeout.ms": "2000",
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+        "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                            f'username="u" password="{SASL_SECRET}";'})
+    group = unique("g")
+    try:
+        took, error, _ = bounded(lambda: getattr(store, call)(group), 30)
+        assert isinstance(error, OffsetStoreError), repr(error)
+        text = str(error)
+        # The words of createRDD (client/param_checks.bootstrap_failure), after what failed.
+        assert (f"Could not reach any Kafka broker at bootstrap.servers={kafka.bootstrap_servers} within "
+                "bootstrap.timeout.ms=2000 ms. Likely cause: the client uses security.protocol=SASL_PLAINTEXT: "
+                "against a PLAINTEXT listener") in text
+        assert SASL_SECRET not in text
+        assert took < 2.0 + 2.5, took  # one bootstrap.timeout.ms, not timeout_ms (was 32 s)
     finally:
         bounded(store.close, 10)

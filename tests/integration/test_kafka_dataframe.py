@@ -110,3 +110,41 @@ def test_no_ranges_give_an_empty_dataframe_with_the_kafka_schema(spark, kafka, u
 def test_a_spark_context_instead_of_a_session_is_refused(sc, kafka, unique):
     with pytest.raises(ConfigurationError, match="spark must be a SparkSession"):
         KafkaUtils.createDataFrame(sc, _params(kafka, unique("g")), [])
+
+
+def test_options_ending_past_the_log_end_are_refused_before_any_job_as_create_dataframe_does(
+        spark, kafka, unique):
+    from dstream_kafka.errors import InvalidOffsetRangeError
+
+    topic = _topic(kafka, unique("t"))
+    with pytest.raises(InvalidOffsetRangeError, match=r"the log ends at 10 .*end the range at 10"):
+        KafkaUtils.createDataFrameFromOptions(spark, _params(kafka, unique("g")), subscribe=topic,
+                                              endingOffsets=f'{{"{topic}":{{"0":20}}}}')
+
+
+def test_a_topic_deleted_after_planning_fails_the_job_saying_it_is_gone_not_compacted(
+        spark, kafka, unique):
+    topic = _topic(kafka, unique("t"))
+    df = KafkaUtils.createDataFrameFromOptions(spark, _params(kafka, unique("g")), subscribe=topic,
+                                               **{"kafkaConsumer.pollTimeoutMs": "2000"})
+    kafka.delete_topic(topic)
+    with pytest.raises(Exception, match=rf"RecordsDeletedError: Topic partition {topic}-0 no "
+                                        "longer exists in Kafka: it was deleted after") as failed:
+        df.collect()
+    assert "compacted" not in str(failed.value)
+
+
+def test_a_topic_deleted_just_before_planning_is_refused_naming_the_topic(spark, kafka, unique):
+    from dstream_kafka.errors import UnknownTopicPartitionError
+
+    topic = _topic(kafka, unique("t"))
+    params = _params(kafka, unique("g"))
+    KafkaUtils.createDataFrameFromOptions(spark, params, subscribe=topic)  # metadata now cached
+    kafka.delete_topic(topic)
+    # The pooled look-up client's cached metadata still lists the topic: it is refreshed
+    # first, so the call fails at once (the brokers would answer the offset look-ups with
+    # "unknown partition" until kafka-python's KafkaTimeoutError, after 30 s).
+    with pytest.raises(UnknownTopicPartitionError, match=rf"{topic}.*(does not exist|no longer exists)"):
+        KafkaUtils.createDataFrameFromOptions(spark, params, subscribe=topic)
+    with pytest.raises(UnknownTopicPartitionError, match=rf"{topic}.*(does not exist|no longer exists)"):
+        KafkaUtils.createDataFrame(spark, params, [OffsetRange(topic, 0, 0, 10)])

@@ -88,7 +88,8 @@ def run(kafka: Any, sc: Any, tmp_path_factory: Any) -> Iterator[Run]:
         scraped = _parse(_scrape(page.url + "metrics"))
         progress_after = list(stream.recentProgress)
         page_html = _scrape(page.url)
-        yield Run(topic, stream.id, before, scraped, progress_before, progress_after, page_html)
+        yield Run(topic, metrics.stream_label(context, stream.id), before, scraped,
+                  progress_before, progress_after, page_html)
     finally:
         context.stop(stopSparkContext=False, stopGraceFully=False)
         sc._conf._jconf.remove(config.UI_PORT)

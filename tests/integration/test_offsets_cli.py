@@ -332,3 +332,127 @@ def test_history_lists_committed_batches_and_imports_newest_first_with_their_rec
     assert unknown.returncode == 1 and unknown.stderr.startswith("dstream-kafka: error: ")
     bad_limit = _cli("offsets", "history", "--store", uri, "--group", group, "--limit", "0", env=env)
     assert bad_limit.returncode == 2 and "--limit" in bad_limit.stderr
+
+
+# -- issue #37 item 12: no silent surprises at the command line -----------------------------------
+
+def test_an_import_is_refused_while_a_stream_is_a_member_of_the_group_as_a_reset_is(
+        kafka: Any, make_ssc: Callable[..., Any], tmp_path: Path, unique: Callable[[str], str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies
+    from dstream_kafka.cli import main
+    from dstream_kafka.offsets import TopicPartition
+    from support import wait_until
+
+    topic, other, group = unique("topic"), unique("other"), unique("group")
+    for name in (topic, other):
+        kafka.create_topic(name)
+        kafka.produce(name, [f"v{i}" for i in range(5)])
+    uri = f"sqlite:///{tmp_path / 'o.db'}"
+    offsets_file = tmp_path / "offsets.json"
+    offsets_file.write_text(json.dumps({other: {"0": 5}}))  # a topic the stream never commits
+    ssc = make_ssc(0.3)
+    params = {"bootstrap.servers": kafka.bootstrap_servers, "group.id": group, "auto.offset.reset": "earliest"}
+    seen: list[int] = []
+    with open_store(uri) as store:
+        stream = KafkaUtils.createDirectStream(ssc, LocationStrategies.PreferConsistent,
+                                               ConsumerStrategies.Subscribe([topic], params), offsetStore=store)
+        stream.foreachRDD(lambda rdd: seen.append(rdd.count()))
+        ssc.start()
+        try:
+            wait_until(lambda: sum(seen) >= 5, "the stream's first records")
+            code = main(["offsets", "import", "--store", uri, "--group", group, "--file", str(offsets_file),
+                         "--bootstrap-servers", kafka.bootstrap_servers])
+            out, err = capsys.readouterr()
+        finally:
+            ssc.stop(stopSparkContext=False)
+        stored = store.load(group)
+    assert code == 1 and out == ""
+    assert err.startswith(f"dstream-kafka: error: --group: a stream holds group {group!r}: the Kafka group has")
+    assert err.rstrip().endswith("Stop the stream and import again; nothing was written.")
+    assert TopicPartition(other, 0) not in stored and stored[TopicPartition(topic, 0)] == 5
+
+
+@pytest.mark.parametrize("command", [
+    ("offsets", "import", "--store", "sqlite:///{dir}/o.db", "--group", "g", "--bootstrap-servers", "127.0.0.1:1"),
+    ("offsets", "reset", "--store", "sqlite:///{dir}/o.db", "--group", "g", "--from-file", "-",
+     "--bootstrap-servers", "127.0.0.1:1"),
+], ids=["import", "reset"])
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '{"t":' * 100_000 + "1" + "}" * 100_000],
+                         ids=["array", "object"])
+def test_json_nested_100000_deep_is_one_error_line_naming_the_input_and_the_limit(
+        tmp_path: Path, command: tuple[str, ...], text: str) -> None:
+    out = _cli(*(arg.format(dir=tmp_path) for arg in command), stdin=text)
+    assert out.returncode == 1 and out.stdout == ""
+    option = "--file" if "import" in command else "--from-file"
+    assert out.stderr.startswith(f"dstream-kafka: error: Invalid {option}: arrays and objects nest 100000 levels "
+                                 "deep, over the limit of 100 (offsets JSON nests 2)")
+    assert "Traceback" not in out.stderr and len(out.stderr.splitlines()) == 1 and len(out.stderr) < 600
+    assert not (tmp_path / "o.db").exists()  # refused before any store was opened
+
+
+def _cli_into_a_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the command with standard output a pipe whose reader has gone (as ``| head`` after its
+    lines), closed before the command writes, so every write fails."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        return subprocess.run([sys.executable, "-m", "dstream_kafka.cli", *args], stdout=writer,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(writer)
+
+
+# 141 = 128 + SIGPIPE, the exit of a Unix tool whose reader went; argparse drops its own
+# messages (--help, --version) and exits 0.
+@pytest.mark.parametrize("args, code", [
+    (("offsets", "history", "--store", "{uri}", "--group", "{group}"), 141),
+    (("offsets", "history", "--store", "{uri}", "--group", "{group}", "--format", "json"), 141),
+    (("offsets", "export", "--store", "{uri}", "--group", "{group}"), 141),
+    (("offsets", "describe", "--store", "{uri}", "--group", "{group}", "--bootstrap-servers", "{servers}"), 141),
+    (("offsets", "reset", "--store", "{uri}", "--group", "{group}", "--all-topics", "--to-earliest",
+      "--bootstrap-servers", "{servers}"), 141),
+    (("--version",), 0),
+    (("offsets", "--help"), 0),
+], ids=["history", "history-json", "export", "describe", "reset", "version", "help"])
+def test_a_reader_that_stops_early_ends_the_command_quietly_like_a_unix_tool(
+        kafka: Any, tmp_path: Path, unique: Callable[[str], str], args: tuple[str, ...], code: int) -> None:
+    topic, group = unique("topic"), unique("group")
+    kafka.create_topic(topic)
+    kafka.produce(topic, [f"v{i}" for i in range(5)])
+    uri = _committed(f"sqlite:///{tmp_path / 'o.db'}", group, 1_000, OffsetRange(topic, 0, 0, 3))
+    out = _cli_into_a_closed_pipe(*(a.format(uri=uri, group=group, servers=kafka.bootstrap_servers) for a in args))
+    assert (out.returncode, out.stderr) == (code, "")  # no BrokenPipeError traceback
+
+
+def test_describe_flags_a_committed_offset_past_the_log_end_with_the_reset_that_fixes_it(
+        kafka: Any, tmp_path: Path, unique: Callable[[str], str]) -> None:
+    # The topic holds 3 records, the store says 9 were read: the topic was recreated (or truncated).
+    topic, group = unique("topic"), unique("group")
+    kafka.create_topic(topic, partitions=2)
+    kafka.produce(topic, [f"v{i}" for i in range(3)], partition=0)
+    kafka.produce(topic, [f"v{i}" for i in range(2)], partition=1)
+    uri = _committed(f"sqlite:///{tmp_path / 'o.db'}", group, 1_000, OffsetRange(topic, 0, 0, 9),
+                     OffsetRange(topic, 1, 0, 1))
+    servers = ("--bootstrap-servers", kafka.bootstrap_servers)
+    table = _cli("offsets", "describe", "--store", uri, "--group", group, *servers)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[1].split()[2:7] == ["0", "9", "0", "3", "-"]  # LAG is no healthy 0
+    assert lines[1].split()[-3:] == ["PAST", "LOG", "END"]
+    assert lines[2].split()[2:7] == ["1", "1", "0", "2", "1"]
+    assert lines[3] == ("TOTAL: 2 partitions, lag 1, 1 PAST the LOG END (committed offset beyond it; not in "
+                        "the lag)")
+    fix = (f"dstream-kafka offsets reset --store {uri} --group {group} --topic {topic}:0 --to-earliest")
+    assert lines[4].startswith(f"NOTE {topic}-0: the committed offset 9 is past the log end 3: the topic may have "
+                               "been recreated or truncated, and a stream refuses to start from it")
+    assert f"`{fix}`" in lines[4]
+    rows = json.loads(_cli("offsets", "describe", "--store", uri, "--group", group, *servers,
+                           "--format", "json").stdout)
+    assert (rows[0]["lag"], rows[0]["lagSeconds"]) == (None, None) and f"`{fix}`" in rows[0]["note"]
+    assert rows[1]["note"] == ""
+    # The command the note names moves the offset back into the log, and the note is gone.
+    fixed = _cli(*fix.split()[1:], "--execute", *servers)
+    assert fixed.returncode == 0, fixed.stderr
+    after = describe(uri, group, bootstrap_servers=kafka.bootstrap_servers)
+    assert [(r.current_offset, r.lag, r.note) for r in after] == [(0, 3, ""), (1, 1, "")]

@@ -8,11 +8,14 @@ dstream_kafka.formats. Each test registers under its own subjects; none assumes 
 from __future__ import annotations
 
 import json
+import socket
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from dstream_kafka.errors import RecordDecodeError, UnknownSchemaError
+from dstream_kafka.errors import RecordDecodeError, SchemaRegistryError, UnknownSchemaError
 from dstream_kafka.formats import (
     AvroDecoder,
     JsonSchemaDecoder,
@@ -20,7 +23,9 @@ from dstream_kafka.formats import (
     RecordDecoder,
     RegistrySettings,
     decode_records,
+    subject_schema,
 )
+from dstream_kafka.formats.registry import registry_client
 from dstream_kafka import ConsumerStrategies, LocationStrategies
 from dstream_kafka.kafka_utils import KafkaUtils
 from dstream_kafka.offsets import OffsetRange
@@ -263,3 +268,48 @@ def test_a_direct_stream_decodes_each_batch_with_the_record_decoder(
     ssc.stop(stopSparkContext=False)
 
     assert seen == [{"name": f"s{i}", "age": i} for i in range(4)]
+
+
+@pytest.fixture
+def silent_registry() -> Iterator[str]:
+    """The URL of a registry that accepts connections and never answers (a hung server)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)  # the kernel completes the handshakes; nobody ever reads
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+def test_a_registry_that_never_answers_fails_each_call_within_the_timeout_retries_included(
+        silent_registry):
+    # The client retries a timed-out request 3 times with backoff: 4 s and more without the
+    # bound of the whole call, 1 s with it.
+    settings = RegistrySettings(silent_registry, timeout=1.0)
+    registry_client(settings)  # built once per process, without I/O: not part of the timing
+    for call in (lambda: AvroDecoder(settings).writer_schema(1),
+                 lambda: subject_schema(settings, "some-subject")):
+        started = time.monotonic()
+        with pytest.raises(SchemaRegistryError) as failure:
+            call()
+        elapsed = time.monotonic() - started
+
+        assert 1.0 <= elapsed < 3.0, elapsed  # at least 4 s before (four 1 s attempts)
+        assert "no answer within 1 s" in str(failure.value)
+        assert silent_registry in str(failure.value)
+
+
+def test_a_protobuf_message_index_the_writer_schema_lacks_fails_naming_the_index_and_the_schema(
+        client, registry, topic):
+    event = _event_class()
+    serializer = ProtobufSerializer(event, client, {"use.deprecated.format": False})
+    good = serializer(event(id="a"), SerializationContext(topic, MessageField.VALUE))
+    assert good[5:6] == b"\x00"  # the index path [0], written as count 0
+    schema_id = int.from_bytes(good[1:5], "big")
+    bad = good[:5] + b"\x02\x0a" + good[6:]  # count 1, index 5 (zigzag varints)
+
+    with pytest.raises(RecordDecodeError) as failure:
+        ProtobufDecoder(registry).decode(bad, topic=topic, partition=0, offset=7)
+
+    text = str(failure.value)
+    assert "WireFormatError" in text and "IndexError" not in text
+    assert "message index path [5]" in text and "'events/event.proto' (Event)" in text
+    assert f"schema id {schema_id}" in text and f"topic '{topic}' partition 0 offset 7" in text

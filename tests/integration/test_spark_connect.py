@@ -8,6 +8,7 @@ under test. Spark's own Kafka source runs on the same server, to compare with.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -85,3 +86,60 @@ def test_the_connect_guide_examples_run_on_a_connect_session(code, kafka, events
                          text=True, timeout=600, env={**connect_env(connect_server),
                                                       "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers})
     assert out.returncode == 0, out.stderr[-4000:]
+
+
+def _edge_probe(spec: dict[str, Any], folder: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    path = folder / "spec.json"
+    path.write_text(json.dumps(spec))
+    return subprocess.Popen([sys.executable, str(Path(__file__).with_name("connect_edge_probe.py")),
+                             str(path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+def test_a_connect_url_with_nothing_listening_fails_the_first_call_fast_naming_the_url(tmp_path):
+    from dstream_kafka.operate.services.environment import free_port
+
+    url = f"sc://127.0.0.1:{free_port()}"
+    probe = _edge_probe({"case": "unreachable"}, tmp_path, {
+        **os.environ, "SPARK_REMOTE": url,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])})
+    out, err = probe.communicate(timeout=300)
+    assert probe.returncode == 0, err[-4000:]
+    calls = json.loads(out.strip().splitlines()[-1])
+    for call, result in calls.items():
+        name, message = result["error"]
+        assert name == "SparkConnectUnreachableError", (call, result)
+        assert url in message and "start-connect-server.sh" in message, (call, message)
+        assert result["seconds"] < 30, (call, result)  # PySpark alone retries for minutes
+
+
+def test_a_dataframe_stream_stops_within_its_bound_when_the_connect_server_dies_in_func(
+        kafka, unique, tmp_path):
+    from tests.support.connect import ConnectServer
+
+    topic = unique("t")
+    kafka.create_topic(topic)
+    kafka.produce(topic, [f"v{i}" for i in range(3)])
+    server = ConnectServer(cores=1)  # its own: the test kills it
+    server.start()
+    killed = tmp_path / "killed"
+    try:
+        probe = _edge_probe({"case": "dies-in-func", "bootstrap": kafka.bootstrap_servers,
+                             "topic": topic, "store": f"sqlite:///{tmp_path}/o.db",
+                             "killed": str(killed)}, tmp_path, connect_env(server))
+        assert probe.stdout is not None
+        for line in probe.stdout:
+            if line.strip() == "in-func":
+                break
+        else:
+            pytest.fail("the probe ended before func ran: " + probe.stderr.read()[-4000:])
+    finally:
+        server.stop()
+    killed.touch()
+    out, err = probe.communicate(timeout=300)
+    assert probe.returncode == 0, err[-4000:]
+    stopped = json.loads(out.strip().splitlines()[-1])
+    assert stopped["error"] is None
+    assert stopped["stopTimeout"] == 5.0  # 10 intervals of 0.5 s
+    assert stopped["seconds"] < stopped["stopTimeout"] + 5
+    assert stopped["stored"] == {}  # the abandoned batch is not committed

@@ -26,6 +26,8 @@ def _create(kafka: Any, make_ssc: Any, unique: Callable[[str], str], **kwargs: A
     ("spark.streaming.kafka.consumer.cache.enabled", "yes", "true or false"),
     ("spark.streaming.kafka.metrics.prometheus.port", "70000", "a TCP port from 0 to 65535"),
     ("spark.streaming.backpressure.rateEstimator", "linear", "one of pid"),
+    # read by the Kafka output on the executors, yet checked here (issue #37 item 11)
+    ("spark.streaming.kafka.producer.cache.enabled", "yes", "true or false"),
 ])
 def test_a_bad_stream_setting_fails_at_create_direct_stream_naming_the_key_and_allowed_values(
         kafka: Any, make_ssc: Any, unique: Callable[[str], str], spark_conf: Any, key: str,

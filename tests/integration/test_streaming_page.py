@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, config
-from dstream_kafka.ui import active_page
+from dstream_kafka.ui import active_page, metrics
 from dstream_kafka.ui.state import job_group
 
 from support import wait_until
@@ -141,7 +141,8 @@ def test_the_streaming_page_shows_the_running_streams_batches_offset_ranges_and_
     assert lag_series == {f"{topic}-0", f"{topic}-1"}
     assert {int(a["data-batch-time"]) for a in dom.within(f"commit-{stream.id}-timeline",
                                                          "circle")} >= set(times)
-    assert f'dstream_kafka_records_total{{stream="{stream.id}",topic="{topic}"}} 40.0' \
+    label = metrics.stream_label(context, stream.id)
+    assert f'dstream_kafka_records_total{{stream="{label}",topic="{topic}"}} 40.0' \
         in metrics_text
 
     image = Image.open(png).convert("L")

@@ -160,3 +160,38 @@ def test_a_checkpointed_zero_interval_stream_resumes_after_a_restart_where_it_st
     kafka.produce(topic, values("b", 4))
     StreamingContext.getOrCreate(folder, setup).start()
     assert runs[1].wait_for(4) == values("b", 4)  # nothing of the first run again
+
+
+@pytest.mark.parametrize("interval", [0, 0.2])
+def test_a_non_graceful_stop_during_a_batchs_output_commits_nothing_of_it_with_or_without_interval(
+        kafka, make_ssc, unique, tmp_path, interval):
+    import threading
+
+    topic, group = unique("abort"), unique("g")
+    kafka.create_topic(topic)
+    kafka.produce(topic, values("a", 5))
+    store = OffsetStores.sqlite(str(tmp_path / "o.db"))
+    context = make_ssc(interval)
+    stream = KafkaUtils.createDirectStream(
+        context, LocationStrategies.PreferConsistent,
+        ConsumerStrategies.Subscribe([topic], params(kafka, group, **{"auto.offset.reset": "earliest"})),
+        offsetStore=store)
+    # Spark's non-graceful stop sends no commit queue; both kinds of context commit nothing.
+    running, release = threading.Event(), threading.Event()
+
+    def output(rdd: Any) -> None:
+        if rdd.count():
+            running.set()
+            release.wait(60)
+
+    stream.foreachRDD(output)
+    context.start()
+    assert running.wait(60), "no batch with records"
+    stopper = threading.Thread(target=context.stop, args=(False, False))
+    stopper.start()
+    wait_until(lambda: context._scheduler.stop_requested, "the stop to begin")
+    release.set()  # the output returns after the stop came: the batch is not finished
+    stopper.join(60)
+    assert context.getState() == "STOPPED"
+    assert OffsetStores.sqlite(str(tmp_path / "o.db")).load(group, [topic]) == {}
+    assert not stream.recentProgress  # the batch was not completed either

@@ -74,3 +74,15 @@ def test_a_partition_above_the_java_int_range_is_refused_as_a_topic_partition() 
 
     with pytest.raises(ConfigurationError, match="at most 2147483647"):
         as_topic_partition(("t", 2**31))
+
+
+def test_a_refused_sasl_handshake_is_named_instead_of_the_bootstrap_bound() -> None:
+    from kafka.errors import KafkaTimeoutError
+
+    error = bootstrap_failure({"bootstrap_servers": "h:1", "security_protocol": "SASL_PLAINTEXT"},
+                              KafkaTimeoutError("Unable to bootstrap from h:1"), sasl_refused=True)
+    assert error is not None
+    text = str(error)
+    assert "h:1" in text and "refused the SASL handshake" in text
+    assert "security.protocol=SASL_PLAINTEXT against a PLAINTEXT listener" in text
+    assert "bootstrap.timeout.ms" not in text  # the handshake, not the bound, ended the wait

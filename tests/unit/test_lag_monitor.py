@@ -21,9 +21,11 @@ class Script:
         self.ends: dict[TopicPartition, int] = {TP0: 0, TP1: 0}
         self.error: Exception | None = None
         self.calls: list[list[TopicPartition]] = []
+        self.timeouts: list[int] = []
 
-    def lookup(self, parts: Sequence[TopicPartition]) -> Mapping[TopicPartition, int]:
+    def lookup(self, parts: Sequence[TopicPartition], timeout_ms: int) -> Mapping[TopicPartition, int]:
         self.calls.append(list(parts))
+        self.timeouts.append(timeout_ms)
         if self.error is not None:
             raise self.error
         return {tp: self.ends[tp] for tp in parts}
@@ -117,6 +119,15 @@ def test_an_offset_older_than_the_table_is_as_old_as_its_first_sample_at_least(
     script.now += 1000
     latest = monitor.sample()  # flat log: committed 0 is older than the table
     assert [p.lagSeconds for p in latest.partitions] == [1.0, 1.0]
+
+
+@pytest.mark.parametrize(("interval_ms", "bound_ms"), [(300, 2000), (2000, 2000), (5000, 5000)])
+def test_each_look_up_is_bounded_by_the_interval_at_least_two_seconds(
+        script: Script, interval_ms: int, bound_ms: int) -> None:
+    monitor = LagMonitor(3, script.lookup, interval_ms, 1000, clock=script.clock)
+    monitor.started({TP0: 0})
+    monitor.sample()
+    assert script.timeouts == [bound_ms] and monitor.lookup_bound_ms == bound_ms
 
 
 def test_a_failed_look_up_is_a_sample_with_its_error_and_the_verdict_err(script: Script) -> None:

@@ -87,3 +87,35 @@ def test_each_stored_offset_skipped_with_fail_on_data_loss_false_calls_the_data_
                                              TopicPartition("t", 1): 12})
     assert events == [1]
     assert positions.current[TopicPartition("t", 0)] == 10
+
+
+def test_streams_of_two_contexts_get_distinct_labels_and_a_context_keeps_its_number() -> None:
+    class Context:
+        pass
+
+    one, two = Context(), Context()
+    first = metrics.stream_label(one, 0)
+    assert metrics.stream_label(one, 1) == first.split("-")[0] + "-1"
+    assert metrics.stream_label(one, 0) == first
+    assert metrics.stream_label(two, 0) != first
+    assert metrics.stream_label(None, 0) != metrics.stream_label(None, 0)
+
+
+def test_closing_a_streams_metrics_removes_its_series_and_no_other() -> None:
+    gone, kept = metrics.stream_label(None, 0), metrics.stream_label(None, 0)
+    progress = BatchProgress(
+        batchTime=1000, ranges=(OffsetRange("rm-t", 0, 0, 5),), numRecords=5, inputRate=5.0,
+        processingRate=5.0, schedulingDelay=1, processingDelay=2,
+        offsetsBehindLatest={TopicPartition("rm-t", 0): 1})
+    closing, staying = metrics.StreamMetrics(gone, None), metrics.StreamMetrics(kept, None)
+    closing(progress)
+    staying(progress)
+    metrics.count_data_loss(gone)
+
+    closing.close()
+    closing(progress)  # a late progress sets nothing again
+
+    labels = {s.labels.get("stream") for f in metrics.REGISTRY.collect() for s in f.samples}
+    assert gone not in labels and kept in labels
+    assert metrics.data_loss_events(gone) == 0
+    staying.close()

@@ -38,6 +38,23 @@ def test_a_partition_of_a_deleted_topic_shows_dashes_a_topic_deleted_mark_and_st
         "topic deleted", None, None, None)
 
 
+PAST = OffsetRow("etl", "clicks", 1, 9, 0, 3, None, 1_764_000_005_000, 0,
+                 note="the committed offset 9 is past the log end 3: ... `dstream-kafka offsets reset ...`")
+
+
+def test_a_committed_offset_past_the_log_end_has_no_lag_a_mark_a_total_and_its_note() -> None:
+    lines = format_rows([ROWS[0], PAST]).splitlines()
+    assert lines[2].split() == ["etl", "clicks", "1", "9", "0", "3", "-", "-", "2025-11-24T16:00:05.000Z",
+                                "PAST", "LOG", "END"]
+    assert lines[3] == ("TOTAL: 2 partitions, lag 2, 1 PAST the LOG END (committed offset beyond it; not in "
+                        "the lag)")
+    assert lines[4] == f"NOTE clicks-1: {PAST.note}"
+    assert PAST.past_log_end and not ROWS[0].past_log_end and not GONE.past_log_end
+    parsed = json.loads(format_rows([PAST], "json"))[0]
+    assert (parsed["lag"], parsed["note"]) == (None, PAST.note)
+    assert list(csv.reader(io.StringIO(format_rows([PAST], "csv"))))[1][-1] == "PAST LOG END"
+
+
 def test_a_total_without_lost_records_names_only_the_lag() -> None:
     assert format_rows(ROWS[:1]).splitlines()[-1] == "TOTAL: 1 partitions, lag 2"
 
@@ -52,7 +69,7 @@ def test_json_lists_every_field_in_camel_case_with_the_batch_time_in_iso_8601() 
     parsed = json.loads(format_rows(ROWS, "json"))
     assert parsed[0] == {"group": "etl", "topic": "clicks", "partition": 0, "currentOffset": 118,
                          "logStartOffset": 0, "logEndOffset": 120, "lag": 2, "lagSeconds": 1.25,
-                         "lastBatchTimeMs": 1_764_000_005_000, "dataLost": 0, "gone": "",
+                         "lastBatchTimeMs": 1_764_000_005_000, "dataLost": 0, "gone": "", "note": "",
                          "lastBatchTime": "2025-11-24T16:00:05.000Z"}
     assert parsed[1]["lastBatchTime"] == "-" and parsed[1]["dataLost"] == 15
     assert parsed[1]["lagSeconds"] is None

@@ -17,6 +17,7 @@ with warnings.catch_warnings():
 from dstream_kafka.errors import ConfigurationError, OffsetsJsonError
 from dstream_kafka.offsets import EARLIEST, LATEST, OffsetRange, TopicPartition
 from dstream_kafka.offsets_json import (
+    MAX_NESTING,
     offset_ranges_from_json,
     offset_ranges_to_json,
     partition_offsets_from_json,
@@ -299,3 +300,34 @@ def test_offset_ranges_from_json_rejects_malformed_items(text: str, fragment: st
 )
 def test_offset_ranges_json_round_trips_in_order(ranges: list[OffsetRange]) -> None:
     assert offset_ranges_from_json(offset_ranges_to_json(ranges)) == ranges
+
+
+# -- issue #37 item 12: input nested past any offsets document ------------------------------------
+
+@pytest.mark.parametrize("decode", [
+    lambda text: partition_offsets_from_json(text, "--file"),
+    lambda text: partitions_from_json(text, "--file"),
+    lambda text: offset_ranges_from_json(text, "--file"),
+], ids=["offsets", "partitions", "ranges"])
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '{"t":' * 100_000 + "1" + "}" * 100_000,
+                                  "[" * 100_000], ids=["array", "object", "unclosed"])
+def test_json_nested_past_the_limit_is_one_error_naming_the_input_and_the_limit(decode, text) -> None:
+    with pytest.raises(OffsetsJsonError) as caught:  # not a RecursionError
+        decode(text)
+    message = str(caught.value)
+    assert message.startswith("Invalid --file: arrays and objects nest 100000 levels deep, over the limit of 100")
+    assert message.endswith(f"... ({len(text)} characters)")  # the input is shown cut short
+    assert len(message) < 600
+
+
+@given(st.integers(min_value=1, max_value=MAX_NESTING))
+@settings(max_examples=20, deadline=None)
+def test_nesting_up_to_the_limit_is_judged_by_its_shape_not_refused_for_depth(depth: int) -> None:
+    with pytest.raises(OffsetsJsonError) as caught:
+        partition_offsets_from_json("[" * depth + "]" * depth)
+    assert "nest" not in str(caught.value) and "top level must be an object" in str(caught.value)
+
+
+def test_brackets_inside_topic_names_do_not_count_as_nesting() -> None:
+    text = json.dumps({"[" * 150 + '"{': {"0": 5}})
+    assert partition_offsets_from_json(text) == {TopicPartition("[" * 150 + '"{', 0): 5}

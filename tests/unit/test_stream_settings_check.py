@@ -37,6 +37,7 @@ def test_the_defaults_pass_the_stream_settings_check() -> None:
     ("spark.streaming.backpressure.pid.integral", "nan"),
     ("spark.streaming.concurrentJobs", "0"),
     ("spark.streaming.gracefulStopTimeout", "-1s"),
+    ("spark.streaming.kafka.producer.cache.enabled", "yes"),
 ])
 def test_each_bad_stream_setting_is_refused_naming_its_key(key: str, value: str) -> None:
     with pytest.raises(ConfigurationError, match=f"for {key}: expected"):

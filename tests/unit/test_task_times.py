@@ -78,7 +78,7 @@ def test_the_evidence_names_the_slowest_task_by_time_and_its_skew(
 
 
 def test_the_monitor_keeps_the_last_timed_batch_with_records_and_its_largest_range() -> None:
-    monitor = LagMonitor(0, lambda parts: {}, 1000, 1000, clock=lambda: 0)
+    monitor = LagMonitor(0, lambda parts, timeout_ms: {}, 1000, 1000, clock=lambda: 0)
     ranges = [OffsetRange("t", 0, 0, 10), OffsetRange("t", 1, 0, 30)]
     monitor.tasks_timed({"t-1": 20.0, "t-0": 900.0}, ranges)
     monitor.tasks_timed({}, [OffsetRange("t", 0, 0, 99)])  # no task read to its end
