@@ -352,7 +352,9 @@ def fix_kafka_params(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
       a silent jump);
     * ``group.id`` becomes ``spark-executor-<group.id>``, so executors never share the
       driver's group (an error is logged when no group id is set);
-    * ``receive.buffer.bytes`` is raised to at least 65536 (KAFKA-3135).
+    * ``receive.buffer.bytes`` is raised to at least 65536 (KAFKA-3135);
+    * ``group.instance.id`` is dropped: it is the driver's static membership, and executors
+      join no group.
 
     A user value that contradicts a forced one is overridden with a warning naming the
     parameter; values are never logged for secret keys. The input is not modified. The
@@ -405,6 +407,10 @@ def executor_fixes(params: dict[str, Any]) -> dict[str, Any]:
     else:
         params["group_id"] = executor_group_id(original)
         log.info("overriding executor group.id to %s", params["group_id"])
+    # The driver's static membership (group.instance.id) is the driver's alone: executors
+    # read assigned partitions and join no group, and every executor sharing one instance id
+    # would fence the others (kafka-python refuses the id without a group).
+    params.pop("group_instance_id", None)
     receive_buffer = params.get("receive_buffer_bytes")
     if receive_buffer is None or receive_buffer < _MIN_RECEIVE_BUFFER:
         if receive_buffer is not None:

@@ -38,6 +38,7 @@ from kafka import ConsumerRebalanceListener
 from dstream_kafka import _kafka_internals
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.client.latest_offsets import any_reachable
+from dstream_kafka.errors import BrokerTimeoutError, KafkaAuthenticationError
 
 if TYPE_CHECKING:
     from dstream_kafka.plan.consumer_strategy import ConsumerStrategy
@@ -119,8 +120,11 @@ def leave_as_static_member(kafkaParams: Mapping[str, Any], group: str, instance_
     from dstream_kafka.client.configs import store_client_config
 
     try:
+        # Both bounds: with credentials the brokers refuse, the bootstrap alone would
+        # otherwise wait the params' whole bootstrap.timeout.ms (30 s by default).
         config = store_client_config(kafkaParams, "admin",
-                                     required={"request_timeout_ms": LEAVE_TIMEOUT_MS})
+                                     required={"request_timeout_ms": LEAVE_TIMEOUT_MS,
+                                               "bootstrap_timeout_ms": LEAVE_TIMEOUT_MS})
         admin = KafkaAdminClient(**config)
         try:
             admin.remove_group_members(group, [MemberToRemove(group_instance_id=instance_id)])
@@ -279,10 +283,12 @@ class DriverConsumer:
                 try:
                     with assignment_timeout(self._assignment_timeout_s), static_membership(derived):
                         self._consumer = self.strategy.onStart(dict(self._start_offsets()))
-                except BaseException:
+                except BaseException as exc:
                     # A start that failed after joining (no assignment) must not leave its
-                    # static member behind either.
-                    if derived is not None and self.group_id is not None and any_reachable(self._servers()):
+                    # static member behind either; one the brokers refused never joined.
+                    if (derived is not None and self.group_id is not None
+                            and not isinstance(exc, (KafkaAuthenticationError, BrokerTimeoutError))
+                            and any_reachable(self._servers())):
                         leave_as_static_member(self.strategy.executorKafkaParams, self.group_id, derived)
                     raise
                 joined = getattr(self._consumer, "config", {}).get("group_instance_id")

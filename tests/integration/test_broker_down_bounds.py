@@ -103,7 +103,10 @@ def test_a_start_waiting_for_a_member_that_could_not_leave_during_an_outage_says
     spark_conf("spark.streaming.kafka.maxRetries", "0")
     spark_conf("spark.streaming.kafka.consumer.poll.ms", "60000")
     session = {"session.timeout.ms": 10000}
-    first, seen = _stored_run(own_kafka, make_ssc, topic, group, db, **session)
+    # Two identities: a restart with the same one takes the stranded member's place at once
+    # (static membership, failures.rst); a new one waits for its session to end.
+    first, seen = _stored_run(own_kafka, make_ssc, topic, group, db, **session,
+                              **{"group.instance.id": unique("first")})
     wait_until(lambda: len(seen) == 10, "the first 10 records")
     (node,) = own_kafka.node_ids
     own_kafka.stop_broker(node, kill=True)
@@ -112,7 +115,8 @@ def test_a_start_waiting_for_a_member_that_could_not_leave_during_an_outage_says
     own_kafka.start_broker(node)
     own_kafka.produce(topic, [(None, f"b{i}".encode()) for i in range(5)])
     with caplog.at_level("WARNING", logger="dstream_kafka.plan.consumer_strategy"):
-        second, again = _stored_run(own_kafka, make_ssc, topic, group, db, **session)
+        second, again = _stored_run(own_kafka, make_ssc, topic, group, db, **session,
+                                    **{"group.instance.id": unique("second")})
     assert any("could not leave the group" in r.getMessage() and "session.timeout.ms" in r.getMessage()
                for r in caplog.records), [r.getMessage() for r in caplog.records]
     wait_until(lambda: len(again) >= 5 or second.getState() == "STOPPED", "the 5 pending records")

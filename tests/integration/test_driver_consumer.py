@@ -82,3 +82,26 @@ def test_a_subscribe_stream_restarted_after_sigkill_gets_its_first_batch_before_
     # would be 50 s or more. The static member takes its place at once.
     assert SESSION_TIMEOUT_MS >= 90_000
     assert first_batch < 20, first_batch
+
+
+def test_a_stream_whose_params_name_a_group_instance_id_joins_as_that_member_and_reads(
+        kafka: Any, unique: Any, make_ssc: Any) -> None:
+    from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies
+
+    topic, group, member = unique("own-static"), unique("own-static-g"), unique("member")
+    kafka.create_topic(topic, partitions=2)
+    kafka.produce(topic, [b"x"] * 6)
+    ssc = make_ssc(0.2)
+    stream = KafkaUtils.createDirectStream(
+        ssc, LocationStrategies.PreferConsistent,
+        ConsumerStrategies.Subscribe([topic], {"bootstrap.servers": kafka.bootstrap_servers,
+                                               "group.id": group, "group.instance.id": member,
+                                               "auto.offset.reset": "earliest"}))
+    seen: list[bytes] = []
+    stream.foreachRDD(lambda rdd: seen.extend(rdd.map(lambda r: r.value).collect()))
+    ssc.start()
+    # The executors read without it (they join no group: kafka-python refuses the id alone).
+    wait_until(lambda: len(seen) == 6 or ssc.getState() == "STOPPED", what="the 6 records")
+    assert seen == [b"x"] * 6
+    members = kafka.admin().describe_groups([group])[group].get("members") or []
+    assert [m.get("group_instance_id") for m in members] == [member], members

@@ -142,6 +142,11 @@ def test_executor_group_id_is_prefixed_with_spark_executor():
     assert fix_kafka_params({"group.id": "app"})["group_id"] == "spark-executor-app"
 
 
+def test_executor_params_drop_the_drivers_group_instance_id():
+    fixed = fix_kafka_params({"group.id": "app", "group.instance.id": "driver-1"})
+    assert "group_instance_id" not in fixed
+
+
 def test_missing_group_id_logs_a_warning_and_uses_spark_executor_none(caplog):
     with caplog.at_level(logging.WARNING, logger="dstream_kafka.client.kafka_params"):
         fixed = fix_kafka_params({"bootstrap.servers": "h:1"})
