@@ -58,7 +58,7 @@ log = logging.getLogger(__name__)
 def _check_context(sc: Any, call: str = "KafkaUtils.createRDD",
                    instead: str = "KafkaUtils.createDataFrame(spark, kafkaParams, offsetRanges)",
                    ) -> None:
-    from dstream_kafka.sql.connect import refuse_connect
+    from dstream_kafka.spark_connect import refuse_connect
 
     refuse_connect(sc, call, instead)
     if not is_active_context(sc):
@@ -99,7 +99,7 @@ def _check_dataframe_session(spark: Any) -> None:
     """pyarrow, and a SparkSession whose local workers (classic sessions only) can import
     dstream_kafka: checked before anything else."""
     from dstream_kafka.sql.arrow import require_pyarrow
-    from dstream_kafka.sql.connect import is_connect_session
+    from dstream_kafka.spark_connect import is_connect_session
     from dstream_kafka.sql.frame import check_session
 
     require_pyarrow()
@@ -455,7 +455,7 @@ class KafkaUtils:
             ``transaction(batch_time)``, ``lastProgress`` and ``recentProgress``.
         """
         from dstream_kafka.plan.direct_stream import DirectKafkaInputDStream
-        from dstream_kafka.sql.connect import refuse_connect
+        from dstream_kafka.spark_connect import refuse_connect
         from dstream_kafka.streaming.context import StreamingContext
 
         refuse_connect(ssc, "KafkaUtils.createDirectStream", _CONNECT_LOOP)

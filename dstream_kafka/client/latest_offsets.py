@@ -18,9 +18,8 @@ from typing import Any, cast
 from dstream_kafka.errors import BrokerTimeoutError, StreamingStateError
 from dstream_kafka.offsets import TopicPartition
 
-__all__ = ["LOOKUP_TIMEOUT_MS", "REACHABLE_TIMEOUT_S", "REFRESH_LEADER_BACKOFF_MS", "STOP_CHECK_MS",
-           "MAX_SLICE_MS",
-           "PartitionsGone", "any_reachable", "describe_parts", "latest_offsets"]
+__all__ = ["LOOKUP_TIMEOUT_MS", "REFRESH_LEADER_BACKOFF_MS", "STOP_CHECK_MS", "MAX_SLICE_MS",
+           "PartitionsGone", "describe_parts", "latest_offsets"]
 
 log = logging.getLogger(__name__)
 
@@ -143,25 +142,6 @@ def _abandoned(parts: Sequence[TopicPartition]) -> StreamingStateError:
         f"The stream stopped while Kafka did not answer the latest-offset look-up of "
         f"{describe_parts(parts)}: the look-up was abandoned, so the batch was not planned and "
         "nothing of it is committed")
-
-
-#: How long the check that a broker is up waits for a TCP connection to each bootstrap server.
-REACHABLE_TIMEOUT_S = 1.0
-
-
-def any_reachable(servers: str, timeout_s: float = REACHABLE_TIMEOUT_S) -> bool:
-    """Return whether any ``host:port`` of the comma-separated ``servers`` accepts a TCP
-    connection within ``timeout_s`` (unparsable entries count as unreachable)."""
-    import socket
-
-    for server in servers.split(","):
-        host, _, port = server.strip().rpartition(":")
-        try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
-                return True
-        except (OSError, ValueError):
-            continue
-    return False
 
 
 def describe_parts(parts: Sequence[TopicPartition]) -> str:

@@ -184,7 +184,7 @@ class KafkaOffsetReader:
         """The error for an offset look-up of ``tps`` that timed out: the partitions that are
         gone from fresh metadata (a topic deleted moments before; the brokers answered its
         look-ups with "unknown partition" until the timeout), else a broker that did not answer."""
-        from dstream_kafka.client.latest_offsets import any_reachable
+        from dstream_kafka.client.reachability import any_reachable
 
         servers = self._bootstrap
         servers = servers if isinstance(servers, str) else ",".join(map(str, servers or ()))

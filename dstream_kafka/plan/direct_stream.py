@@ -34,7 +34,8 @@ from dstream_kafka.plan.consumer_strategy import Assign, ConsumerStrategy
 from dstream_kafka.plan.driver_consumer import DriverConsumer, application_identity
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
 from dstream_kafka.monitor.lag import LagMonitor, log_end_lookup
-from dstream_kafka.client.latest_offsets import any_reachable, latest_offsets
+from dstream_kafka.client.latest_offsets import latest_offsets
+from dstream_kafka.client.reachability import any_reachable
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.read.placement import LocationStrategy, PreferBrokers, locations_for
 from dstream_kafka.ui.metrics import count_data_loss

@@ -37,7 +37,7 @@ from kafka import ConsumerRebalanceListener
 
 from dstream_kafka import _kafka_internals
 from dstream_kafka.offsets import TopicPartition
-from dstream_kafka.client.latest_offsets import any_reachable
+from dstream_kafka.client.reachability import any_reachable
 from dstream_kafka.errors import BrokerTimeoutError, KafkaAuthenticationError
 
 if TYPE_CHECKING:

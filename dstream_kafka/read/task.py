@@ -20,7 +20,7 @@ from typing import Any, Callable, NamedTuple, cast
 from pyspark.accumulators import AccumulatorParam
 
 from dstream_kafka.errors import FetchTimeoutError
-from dstream_kafka.client.latest_offsets import any_reachable
+from dstream_kafka.client.reachability import any_reachable
 from dstream_kafka.read.backends import DEFAULT_BACKEND, LIBRDKAFKA_KEY
 from dstream_kafka.read.consumer_cache import CacheKey, CacheSettings, acquire, cache_size, pre_position
 from dstream_kafka.read.counters import counters_snapshot, report_cache_counters

@@ -26,7 +26,7 @@ from dstream_kafka.offsets import OffsetRange
 from dstream_kafka.read.settings import read_settings
 from dstream_kafka.read.task import RangeTask, ReadSettings
 from dstream_kafka.sql.arrow import range_batches, require_pyarrow, spark_schema
-from dstream_kafka.sql.connect import check_connect_server, is_connect_session
+from dstream_kafka.spark_connect import check_connect_server, is_connect_session
 
 __all__ = [
     "FrameInfo",
@@ -59,7 +59,7 @@ class FrameInfo(NamedTuple):
 
 def check_session(spark: Any) -> None:
     """Refuse anything but a classic or Spark Connect ``SparkSession``, and a Connect session
-    whose server does not answer (:func:`~dstream_kafka.sql.connect.check_connect_server`)."""
+    whose server does not answer (:func:`~dstream_kafka.spark_connect.check_connect_server`)."""
     from pyspark.sql import SparkSession
 
     if is_connect_session(spark):

@@ -17,7 +17,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from dstream_kafka.client.latest_offsets import any_reachable, latest_offsets
+from dstream_kafka.client.latest_offsets import latest_offsets
+from dstream_kafka.client.reachability import any_reachable
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.offsets import OffsetRange, TopicPartition

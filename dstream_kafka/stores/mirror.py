@@ -182,7 +182,7 @@ class KafkaGroupMirror:
 
 def _reachable(consumer: Any) -> bool:
     """Whether a bootstrap server of ``consumer`` accepts a TCP connection (1 s at most)."""
-    from dstream_kafka.client.latest_offsets import any_reachable
+    from dstream_kafka.client.reachability import any_reachable
 
     servers = consumer.config.get("bootstrap_servers") or ""
     return any_reachable(servers if isinstance(servers, str) else ",".join(map(str, servers)))

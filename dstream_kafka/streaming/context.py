@@ -70,7 +70,7 @@ class StreamingContext:
     _active_context: ClassVar[StreamingContext | None] = None
 
     def __init__(self, sparkContext: SparkContext, batchDuration: float | None = None) -> None:
-        from dstream_kafka.sql.connect import refuse_connect
+        from dstream_kafka.spark_connect import refuse_connect
 
         refuse_connect(sparkContext, "StreamingContext", "dstream_kafka.sql.createDataFrameStream "
                        "(see the Spark Connect guide)")

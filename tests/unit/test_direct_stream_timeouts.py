@@ -131,24 +131,6 @@ def test_kafka_pythons_key_error_for_a_partition_that_left_the_metadata_is_check
     assert caught.value.partitions == {TopicPartition("gone", 0)}
 
 
-def test_a_closed_port_is_not_reachable() -> None:
-    from dstream_kafka.client.latest_offsets import any_reachable
-
-    assert any_reachable("127.0.0.1:1, not a host:::", timeout_s=0.5) is False
-
-
-def test_a_listening_port_among_the_servers_is_reachable() -> None:
-    import socket
-
-    from dstream_kafka.client.latest_offsets import any_reachable
-
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen()
-        port = listener.getsockname()[1]
-        assert any_reachable(f"127.0.0.1:1,127.0.0.1:{port}", timeout_s=0.5) is True
-
-
 def test_default_api_timeout_ms_in_kafka_params_bounds_the_coordinator_lookups() -> None:
     strategy = ConsumerStrategies.Subscribe(
         ["t"], {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "default.api.timeout.ms": "2500"})
