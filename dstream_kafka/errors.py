@@ -39,6 +39,8 @@ Hierarchy::
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "DStreamKafkaError",
     "ConfigurationError",
@@ -172,7 +174,7 @@ class RecordDecodeError(DStreamKafkaError, ValueError):
         self.offset = offset
         self.schema_id = schema_id
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         # keeps the attributes across the pickling between executors and the driver
         return (type(self), (str(self), self.topic, self.partition, self.offset, self.schema_id))
 

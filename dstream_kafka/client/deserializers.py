@@ -137,7 +137,7 @@ def check_picklable(name: str, value: Any) -> Any:
     from pyspark import cloudpickle
 
     try:
-        cloudpickle.dumps(value)
+        cloudpickle.dumps(value)  # type: ignore[no-untyped-call]  # PySpark ships no hints here
     except Exception as exc:  # anything the pickler raises means executors cannot get it
         raise ConfigurationError(
             f"{name} cannot be serialized for executors ({type(exc).__name__}: {exc}); use a "

@@ -137,7 +137,8 @@ _CHOICES: Mapping[str, tuple[str, ...]] = {
 def _consumer_defaults() -> Mapping[str, Any]:
     from kafka import KafkaConsumer
 
-    return KafkaConsumer.DEFAULT_CONFIG
+    defaults: Mapping[str, Any] = KafkaConsumer.DEFAULT_CONFIG
+    return defaults
 
 
 def executor_group_id(group_id: Any) -> str:

@@ -9,7 +9,7 @@ and a client that could not reach it gets one explained error (:func:`bootstrap_
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dstream_kafka.errors import BrokerTimeoutError, ConfigurationError
@@ -82,7 +82,7 @@ def show_value(key: str, value: Any) -> str:
     return f"<{type(value).__name__}, not shown>"
 
 
-def check_bootstrap_servers(value: Any) -> str | list[str]:
+def check_bootstrap_servers(value: Any) -> str | Sequence[str]:
     """Return ``value`` after checking that it lists ``host:port`` entries.
 
     ``value`` is a comma-separated string or a list of strings; every entry is ``host:port``
@@ -114,7 +114,8 @@ def check_bootstrap_servers(value: Any) -> str | list[str]:
                 f"bootstrap.servers entry {entry.strip()!r} (in {value!r}) is not host:port "
                 f"with a port from 1 to 65535; e.g. {_BOOTSTRAP_EXAMPLE} or \"[::1]:9092\""
             )
-    return value
+    checked: str | Sequence[str] = value  # a str, or a list or tuple of str (checked above)
+    return checked
 
 
 def bootstrap_failure(config: Mapping[str, Any], exc: BaseException,

@@ -167,7 +167,7 @@ def bounded_call(settings: RegistrySettings, call: Callable[[], _T]) -> _T:
     dropped. ``call``'s own exception is raised here unchanged.
     """
     done = threading.Event()
-    outcome: list[Any] = []
+    outcome: list[tuple[bool, Any]] = []
 
     def run() -> None:
         try:
@@ -185,7 +185,8 @@ def bounded_call(settings: RegistrySettings, call: Callable[[], _T]) -> _T:
     ok, value = outcome[0]
     if not ok:
         raise value
-    return value
+    result: _T = value
+    return result
 
 
 def cached_schema(settings: RegistrySettings, kind: object, key: object,
@@ -199,10 +200,12 @@ def cached_schema(settings: RegistrySettings, kind: object, key: object,
     cache_key = (settings, kind, key)
     with _lock:
         if cache_key in _schemas:
-            return _schemas[cache_key]
+            cached: _T = _schemas[cache_key]
+            return cached
     value = build()
     with _lock:
-        return _schemas.setdefault(cache_key, value)
+        kept: _T = _schemas.setdefault(cache_key, value)
+        return kept
 
 
 def clear_registry_caches() -> None:

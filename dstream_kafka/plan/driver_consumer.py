@@ -179,7 +179,7 @@ def assignment_wait_s() -> float:
     return _assignment_timeout_s.get()
 
 
-class PauseOnAssign(ConsumerRebalanceListener):
+class PauseOnAssign(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python is untyped
     """Rebalance listener: pause new partitions at once, so the driver never fetches."""
 
     def __init__(self, consumer: Any) -> None:
