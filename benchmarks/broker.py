@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from dstream_kafka.errors import ServiceError
+from dstream_kafka.operate.services.errors import ServiceError
 from dstream_kafka.operate.services.environment import require_java
 from dstream_kafka.operate.services.kafka import KafkaCluster, kafka_classpath
 

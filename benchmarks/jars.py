@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Sequence
 from xml.sax.saxutils import escape
 
-from dstream_kafka.errors import ServiceError
+from dstream_kafka.operate.services.errors import ServiceError
 from dstream_kafka.operate.services.environment import cache_dir, require_maven
 
 __all__ = ["resolve_jars", "pyspark_jars_dir", "sql_kafka_jars", "streaming_kafka_jars",

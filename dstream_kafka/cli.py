@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 from dstream_kafka import __version__
 from dstream_kafka.errors import DStreamKafkaError
+from dstream_kafka.operate.services.errors import ServiceError
 
 __all__ = ["main", "build_parser"]
 
@@ -395,7 +396,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 lag_log.setLevel(level)
         if args.command == "offsets":
             return _offsets(args)
-    except DStreamKafkaError as exc:
+    except (DStreamKafkaError, ServiceError) as exc:
         print(f"dstream-kafka: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

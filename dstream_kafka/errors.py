@@ -31,10 +31,11 @@ Hierarchy::
     │   └── UnknownSchemaError                   its schema id is not in the registry
     ├── SchemaRegistryError (RuntimeError)       the registry refused or failed a request
     ├── StreamingStateError (RuntimeError)       a StreamingContext used in the wrong state
-    ├── ReceiverStreamNotSupportedError          0-8 createStream (use createDirectStream)
-    │                     (NotImplementedError)
-    └── ServiceError (RuntimeError)              local services (broker, databases) failed to start
-        └── ServiceAlreadyRunningError           a second start while one is running
+    └── ReceiverStreamNotSupportedError          0-8 createStream (use createDirectStream)
+                          (NotImplementedError)
+
+The local services of the command line raise their own errors
+(:mod:`dstream_kafka.operate.services.errors`), outside this tree.
 """
 
 from __future__ import annotations
@@ -67,8 +68,6 @@ __all__ = [
     "SchemaRegistryError",
     "StreamingStateError",
     "ReceiverStreamNotSupportedError",
-    "ServiceError",
-    "ServiceAlreadyRunningError",
     "KafkaAuthenticationError",
 ]
 
@@ -195,10 +194,3 @@ class ReceiverStreamNotSupportedError(DStreamKafkaError, NotImplementedError):
     """``KafkaUtils.createStream`` (the 0-8 ZooKeeper receiver) has no equivalent; the message
     names ``createDirectStream``, which replaces it."""
 
-
-class ServiceError(DStreamKafkaError, RuntimeError):
-    """A local service (Kafka broker, PostgreSQL, ZooKeeper, Spark cluster) failed."""
-
-
-class ServiceAlreadyRunningError(ServiceError):
-    """A service was started while another instance of it is running."""

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.jars import pyspark_jars_dir, streaming_kafka_jars
-from dstream_kafka.errors import ServiceError
+from dstream_kafka.operate.services.errors import ServiceError
 from dstream_kafka.operate.services.environment import require_java
 from dstream_kafka.operate.services.kafka import kafka_classpath
 

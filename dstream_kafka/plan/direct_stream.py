@@ -141,12 +141,12 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
         start_options = StartOptions.parse(options, failOnDataLoss).checked(consumerStrategy)
         maxOffsetsPerTrigger = start_options.max_offsets(maxOffsetsPerTrigger)
         check_offset_store(offsetStore)
-        # Every stream key at once, before the stream joins the graph: not in the first batch.
-        SparkConfReader(ssc.sparkContext.getConf()).check_stream_settings()
+        # Every spark.* key this stream uses is read from this one copy of the SparkConf, and
+        # every stream key is checked at once, before the stream joins the graph.
+        conf = SparkConfReader(ssc.sparkContext.getConf())
+        conf.check_stream_settings()
         super().__init__(ssc)
         self.startOptions = start_options
-        # Every spark.* key this stream uses is read from this one copy of the SparkConf.
-        conf = SparkConfReader(ssc.sparkContext.getConf())
         self.locationStrategy = locationStrategy
         self.consumerStrategy = consumerStrategy
         self.perPartitionConfig = perPartitionConfig or DefaultPerPartitionConfig(conf)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support import process_alive
 
-from dstream_kafka.errors import ServiceError
+from dstream_kafka.operate.services.errors import ServiceError
 from dstream_kafka.operate.services.hbase import HBaseServer
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from dstream_kafka.errors import MissingDependencyError, ServiceError
+from dstream_kafka.errors import MissingDependencyError
+from dstream_kafka.operate.services.errors import ServiceError
 from dstream_kafka.operate.services.environment import LocalService, debian_install_hint, free_port, run_as
 
 __all__ = ["PostgresServer", "postgres_bin_dir"]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from dstream_kafka.client.keystores import keystore_pem
-from dstream_kafka.errors import ServiceError
+from dstream_kafka.operate.services.errors import ServiceError
 from dstream_kafka.operate.services.environment import (
     LocalService,
     ManagedProcess,

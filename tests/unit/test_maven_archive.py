@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dstream_kafka.errors import ServiceError
+from dstream_kafka.operate.services.errors import ServiceError
 from dstream_kafka.operate.services import maven
 
 COORD = "org.example:dist:1.0:tar.gz:all"

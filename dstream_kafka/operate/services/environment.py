@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import Callable, Self, Sequence
 
-from dstream_kafka.errors import MissingDependencyError, ServiceError
+from dstream_kafka.errors import MissingDependencyError
+from dstream_kafka.operate.services.errors import ServiceError
 from dstream_kafka.operate.services.lifeline import popen_tied
 
 __all__ = [

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from dstream_kafka.errors import ServiceAlreadyRunningError
+from dstream_kafka.operate.services.errors import ServiceAlreadyRunningError
 from dstream_kafka.operate.services.environment import cache_dir
 
 __all__ = ["CommandLineService", "pid_alive", "run_dir"]

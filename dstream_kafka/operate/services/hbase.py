@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from dstream_kafka.errors import MissingDependencyError, ServiceError
+from dstream_kafka.errors import MissingDependencyError
+from dstream_kafka.operate.services.errors import ServiceError
 from dstream_kafka.operate.services.environment import (
     ManagedProcess,
     free_port,

@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Mapping, Protocol, cast
 
-from dstream_kafka.errors import ServiceError
+from dstream_kafka.operate.services.errors import ServiceError
 from dstream_kafka.operate.services.environment import (
     ManagedProcess,
     free_port,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Sequence
 from xml.sax.saxutils import escape
 
-from dstream_kafka.errors import ServiceError
+from dstream_kafka.operate.services.errors import ServiceError
 from dstream_kafka.operate.services.environment import cache_dir, require_maven
 
 __all__ = ["resolve_classpath", "resolve_archive", "KAFKA_VERSION", "kafka_artifacts", "HBASE_VERSION",
