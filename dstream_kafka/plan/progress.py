@@ -289,9 +289,8 @@ class ProgressTracker:
         """End the run: its outputs are closed (its Prometheus series are removed from
         /metrics: a stopped stream's gauges would otherwise stay at their last values, and
         ``sum by (stream)`` would keep adding them). Progress recorded after this reaches the
-        listeners but no output."""
-        closing, self._outputs = self._outputs, []
-        for output in closing:
+        listeners, the progress file and the page, but no metrics."""
+        for output in list(self._outputs):
             try:
                 output.close()
             except Exception:  # the stop of the stream goes on

@@ -43,7 +43,8 @@ class MetricsOutput(StreamOutput):
         monitor.add_listener(self.lag)
 
     def onDataLoss(self, loss: DataLoss) -> None:
-        metrics.count_data_loss(loss.label)
+        if not self.stream.closed:  # a count after the close would leave a series behind
+            metrics.count_data_loss(loss.label)
 
     def close(self) -> None:
         if self.lag is not None:  # first: a sample set after the removal would stay

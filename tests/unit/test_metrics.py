@@ -131,4 +131,5 @@ def test_the_metrics_output_counts_a_data_loss_event_under_its_streams_label() -
     assert _value("dstream_kafka_data_loss_events_total", stream=label) == 1
     assert metrics.data_loss_events(label) == 1
     output.close()
+    output.onDataLoss(DataLoss(label, "dl-t", 0, 7, 8))  # after the close: no series again
     assert _value("dstream_kafka_data_loss_events_total", stream=label) == 0

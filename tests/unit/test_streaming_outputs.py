@@ -77,7 +77,6 @@ def test_a_registered_output_hears_progress_lag_timer_data_loss_and_stop_in_orde
     tracker.notify(tracker.record(1000, [OffsetRange("t", 0, 0, 5)], {}, 1.0, 10, 0, 1.0, 1.0))
     tracker.data_loss("t", 0, 5, 9)
     tracker.stop()
-    tracker.notify(tracker.record(2000, [], {}, 1.0, 10, 0, 1.0, 1.0))  # after stop: no output
     assert output.events == [("lag", monitor), ("progress", 0),
                              ("loss", DataLoss(tracker.label, "t", 0, 5, 9)), ("close", None)]
 
