@@ -38,7 +38,6 @@ from dstream_kafka.client.latest_offsets import latest_offsets
 from dstream_kafka.client.reachability import any_reachable
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.read.placement import LocationStrategy, PreferBrokers, locations_for
-from dstream_kafka.ui.metrics import count_data_loss
 from dstream_kafka.plan.progress import BatchProgress, ProgressAccessors, ProgressTracker, describe_ranges
 from dstream_kafka.plan.rate import (
     DefaultPerPartitionConfig,
@@ -245,7 +244,7 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
             self._store_epoch = self.offsetStore.epoch
         self._progress.start(self._conf.conf, str(self), f"{self._store_group}/{self.id}", self.id,
                              store=self.offsetStore, group=self._store_group, context=self._ssc)
-        self._positions.on_data_loss = lambda: count_data_loss(self._progress.label)
+        self._positions.on_data_loss = self._progress.data_loss
         try:
             self.startOptions.check_cluster(self.consumerStrategy.client_configs)
             stored = self._positions.load(self.offsetStore)
@@ -454,7 +453,8 @@ class DirectKafkaInputDStream(ProgressAccessors, InputDStream[Any]):
                            "planned and before executors read them; skipped (failOnDataLoss=false)",
                            lost.fromOffset, lost.untilOffset, lost.topic, lost.partition,
                            store_time)
-            count_data_loss(self._progress.label)
+            self._progress.data_loss(lost.topic, lost.partition, lost.fromOffset,
+                                     lost.untilOffset)
             if self.offsetStore is not None:
                 self.offsetStore.record_data_loss(self._store_group, lost.topicPartition(),
                                                   lost.fromOffset, lost.untilOffset, store_time,

@@ -17,7 +17,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from dstream_kafka import config as _config
+from dstream_kafka.config import SparkConfReader
 from dstream_kafka.offsets import OffsetRange, TopicPartition
+from dstream_kafka.streaming.outputs import (DataLoss, StreamOutput, StreamRun,
+                                             register_stream_output, stream_label, stream_outputs)
 
 __all__ = ["BatchProgress", "ProgressListener", "ProgressTracker"]
 
@@ -218,15 +222,15 @@ class ProgressTracker:
     def __init__(self) -> None:
         self.recent: collections.deque[BatchProgress] = collections.deque(maxlen=RECENT_PROGRESS)
         self._listeners: list[ProgressListener] = []
-        self._outputs: list[ProgressListener] = []
+        self._outputs: list[StreamOutput] = []
+        self._monitor_feed: ProgressListener | None = None
         self.id = ""
         self.runId = ""
         self.description = ""
         self._next_batch_id = 0
         self._lag: Any = None
-        #: The ``stream`` label of this run's metrics (:func:`dstream_kafka.ui.metrics.stream_label`).
+        #: This run's label in its outputs (:func:`~dstream_kafka.streaming.outputs.stream_label`).
         self.label = ""
-        self._closing: list[Any] = []  # what :meth:`stop` closes: this run's metrics outputs
 
     def add_listener(self, listener: ProgressListener) -> None:
         """Call ``listener(progress)`` after each completed batch."""
@@ -238,79 +242,55 @@ class ProgressTracker:
 
         ``identity`` (the offset store's group and the stream's number) gives the stable ``id``;
         ``context`` (the stream's StreamingContext, None for a stream without one) and
-        ``stream`` the metrics' ``stream`` label, :attr:`label`, unique in the process.
-        With ``spark.streaming.kafka.progress.jsonPath`` set, each batch's :meth:`BatchProgress.json`
-        is appended as one line to that file; with
+        ``stream`` the outputs' label, :attr:`label`, unique in the process
+        (:func:`~dstream_kafka.streaming.outputs.stream_label`). The outputs are those the
+        registered factories make for this run (:mod:`dstream_kafka.streaming.outputs`): with
+        ``spark.streaming.kafka.progress.jsonPath`` set, each batch's
+        :meth:`BatchProgress.json` is appended as one line to that file; with
         ``spark.streaming.kafka.metrics.prometheus.port`` set, or a Streaming page served
-        (``spark.streaming.kafka.ui.port``), each batch updates the Prometheus metrics of
-        :mod:`dstream_kafka.ui.metrics`, and the page gets each batch's progress (and reads the
-        data-loss records of ``group`` from ``store``). The ``kafka`` logger (kafka-python)
-        is set to WARNING unless the user set its level or gave it handlers.
+        (``spark.streaming.kafka.ui.port``), each batch updates the Prometheus metrics, and the
+        page gets each batch's progress (and reads the data-loss records of ``group`` from
+        ``store``). The ``kafka`` logger (kafka-python) is set to WARNING unless the user set
+        its level or gave it handlers.
         """
-        from dstream_kafka import config as _config
-        from dstream_kafka.config import SparkConfReader
-
-        reader = SparkConfReader(conf)
         self.id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"dstream-kafka:{identity}"))
         self.runId = str(uuid.uuid4())
         self.description = description
         self._next_batch_id = 0
         quiet_kafka_logger()
-        from dstream_kafka.ui.metrics import stream_label
-
         self.label = stream_label(context, stream)
-        self._outputs = []
-        self._closing = []
-        path = reader.get_raw(_config.PROGRESS_JSON_PATH)
-        if path:
-            self._outputs.append(JsonLinesWriter(str(path)))
-        port = reader.get_raw(_config.METRICS_PROMETHEUS_PORT)
-        if port is not None and str(port).strip() != "":
-            from dstream_kafka.ui import metrics
-            from dstream_kafka.errors import ConfigurationError
-
-            number = reader.get_int(_config.METRICS_PROMETHEUS_PORT)
-            if not 0 <= number <= 65535:
-                raise ConfigurationError(
-                    f"{_config.METRICS_PROMETHEUS_PORT}={port!r} is not a TCP port; use 0 to "
-                    "65535 (0: a free port), e.g. 9464")
-            self._outputs.append(metrics.StreamMetrics(self.label, number))
-        from dstream_kafka.ui import active_page
-
-        page = active_page()
-        if page is not None:
-            from dstream_kafka.ui import metrics as _metrics
-
-            if _metrics.REGISTRY is not None and not any(
-                    isinstance(o, _metrics.StreamMetrics) for o in self._outputs):
-                self._outputs.append(_metrics.StreamMetrics(self.label, None))
-            self._outputs.append(page.stream_feed(stream, description, store, group,
-                                                  label=self.label))
-        self._closing = [o for o in self._outputs if hasattr(o, "close")]
+        self._monitor_feed = None
+        self._outputs = stream_outputs(StreamRun(conf, self.label, stream, description, store,
+                                                 group, context))
 
     def watch_lag(self, monitor: Any) -> None:
         """Put ``monitor``'s (a :class:`~dstream_kafka.monitor.lag.LagMonitor`) latest sample
-        and verdict in each progress, give it each batch's time split, and send its samples to
-        the Prometheus metrics and the Streaming page when this run has them."""
+        and verdict in each progress, give it each batch's time split, and tell this run's
+        outputs (they subscribe to its samples: the Prometheus metrics, the Streaming page)."""
         self._lag = monitor
-        self._outputs.append(monitor.on_progress)
-        from dstream_kafka.ui import active_page
-        from dstream_kafka.ui import metrics
+        self._monitor_feed = monitor.on_progress
+        self._each_output("onLagMonitor", monitor)
 
-        if any(isinstance(o, metrics.StreamMetrics) for o in self._outputs):
-            lag_metrics = metrics.LagMetrics(self.label)
-            monitor.add_listener(lag_metrics)
-            self._closing.insert(0, lag_metrics)  # closed before the series are removed
-        page = active_page()
-        if page is not None:
-            monitor.add_listener(page.state.lag_feed(monitor.stream))
+    def data_loss(self, topic: str = "", partition: int = -1, from_offset: int = -1,
+                  until_offset: int = -1) -> None:
+        """Tell this run's outputs that the stream skipped deleted records (the Prometheus
+        output counts them in ``dstream_kafka_data_loss_events_total``)."""
+        self._each_output("onDataLoss", DataLoss(self.label, topic, partition, from_offset,
+                                                 until_offset))
+
+    def _each_output(self, callback: str, *args: Any) -> None:
+        for output in list(self._outputs):
+            try:
+                getattr(output, callback)(*args)
+            except Exception:  # an output must not fail the batch nor the stream
+                log.exception("Progress output %r failed in %s", output, callback)
 
     def stop(self) -> None:
-        """End the run: its Prometheus series are removed from /metrics (a stopped stream's
-        gauges would otherwise stay at their last values, and ``sum by (stream)`` would keep
-        adding them). Progress recorded after this reaches the listeners but no metrics."""
-        closing, self._closing = self._closing, []
-        for output in closing:
+        """End the run: its outputs are closed (its Prometheus series are removed from
+        /metrics: a stopped stream's gauges would otherwise stay at their last values, and
+        ``sum by (stream)`` would keep adding them). Progress recorded after this reaches the
+        listeners, the progress file and the page, but no metrics."""
+        for output in list(self._outputs):
             try:
                 output.close()
             except Exception:  # the stop of the stream goes on
@@ -353,7 +333,13 @@ class ProgressTracker:
         An output or listener that raises is logged and stops neither the others nor the stream.
         """
         log.info("%s", progress.summary())
-        for listener in [*self._outputs, *self._listeners]:
+        self._each_output("onProgress", progress)
+        if self._monitor_feed is not None:
+            try:
+                self._monitor_feed(progress)
+            except Exception:  # the lag timer must not fail the batch
+                log.exception("Lag timer %r failed on a progress", self._lag)
+        for listener in list(self._listeners):
             try:
                 listener(progress)
             except Exception:  # a user's listener must not fail the batch
@@ -382,20 +368,29 @@ class ProgressAccessors:
         self._progress.add_listener(listener)
 
 
-class JsonLinesWriter:
+class JsonLinesWriter(StreamOutput):
     """Appends each progress as one JSON line (UTF-8) to ``path``, flushed per batch."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._lock = threading.Lock()
 
-    def __call__(self, progress: BatchProgress) -> None:
+    def onProgress(self, progress: BatchProgress) -> None:
         line = progress.json() + "\n"
         with self._lock, open(self.path, "a", encoding="utf-8") as out:
             out.write(line)
 
     def __repr__(self) -> str:
         return f"JsonLinesWriter({self.path!r})"
+
+
+def progress_file(run: StreamRun) -> JsonLinesWriter | None:
+    """The progress file of ``run`` (``spark.streaming.kafka.progress.jsonPath``), or None."""
+    path = SparkConfReader(run.conf).get_raw(_config.PROGRESS_JSON_PATH)
+    return JsonLinesWriter(str(path)) if path else None
+
+
+register_stream_output(progress_file)
 
 
 def quiet_kafka_logger() -> bool:

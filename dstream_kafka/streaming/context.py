@@ -28,6 +28,7 @@ from dstream_kafka.streaming.dstream import DStream, TransformedDStream, _call_s
 from dstream_kafka.streaming.input import InputDStream, QueueInputDStream
 from dstream_kafka.streaming.listener import (BatchInfo, ListenerBus, StreamingListener,
                                               StreamingListenerStreamingStarted)
+from dstream_kafka.streaming.outputs import context_outputs
 from dstream_kafka.streaming.graph import _STOPPING, ACTIVE, INITIALIZED, STOPPED, DStreamGraph
 from dstream_kafka.streaming.scheduler import JobScheduler
 from dstream_kafka.streaming.sigterm import install_sigterm_handler
@@ -109,9 +110,9 @@ class StreamingContext:
         #: ``spark.streaming.concurrentJobs``: batches whose output operations run at once.
         self._concurrent_jobs = conf.concurrent_jobs
         self._file_remember_ms = conf.file_stream_min_remember_ms
-        from dstream_kafka.ui import StreamingPage  # here: dstream_kafka.ui imports .listener
-        #: The Streaming page (``spark.streaming.kafka.ui.port``), served while this runs.
-        self._page = StreamingPage.create(sparkContext, self._batch_ms, conf.conf)
+        #: The outputs the registered factories made for this context (the Streaming page of
+        #: ``spark.streaming.kafka.ui.port``), served while this runs; see :mod:`.outputs`.
+        self._outputs = context_outputs(sparkContext, self._batch_ms, conf.conf)
 
     # -- properties --------------------------------------------------------------------
 
@@ -326,9 +327,10 @@ class StreamingContext:
             self._bus.start()
             started: list[InputDStream[Any]] = []
             try:
-                if self._page is not None:  # before the inputs start: they feed it
-                    self._bus.add(self._page.listener)
-                    self._page.start()
+                for output in self._outputs:  # before the inputs start: they feed them
+                    if output.listener is not None:
+                        self._bus.add(output.listener)
+                    output.start()
                 for stream in self.graph.input_streams:
                     stream.start()
                     started.append(stream)
@@ -337,8 +339,7 @@ class StreamingContext:
                 for stream in started:
                     self._safe(stream.stop, "stop")
                 self._bus.stop()
-                if self._page is not None:
-                    self._page.stop()
+                self._stop_outputs()
                 self._state = STOPPED
                 raise
             # ACTIVE before the threads run, so a stop they trigger finds an active context.
@@ -363,8 +364,9 @@ class StreamingContext:
         scheduler = JobScheduler(
             self._batch_ms, self.graph.generate, self._complete_batch, self._fail_batch,
             self._on_fatal, self._bus, int(self.graceful_stop_timeout * 1000),
-            set_job_description=(self._sc.setJobDescription if self._page is None
-                                 else self._page.job_description_setter()),
+            set_job_description=next(
+                (s for s in (o.job_description_setter() for o in self._outputs) if s),
+                self._sc.setJobDescription),
             concurrent_jobs=self._concurrent_jobs,
             on_error=None if self._failure_stops() else self._on_batch_error,
             has_new_data=self.graph.has_new_data if self._continuous else None,
@@ -428,8 +430,7 @@ class StreamingContext:
         for stream in self.graph.input_streams:
             self._safe(stream.stop, "stop")
         self._bus.stop()
-        if self._page is not None:
-            self._page.stop()
+        self._stop_outputs()
         with self._cond:
             self._state = STOPPED
             self._cond.notify_all()
@@ -438,6 +439,10 @@ class StreamingContext:
                 StreamingContext._active_context = None
         if self._sigterm_hook is not None:
             self._sigterm_hook.uninstall()
+
+    def _stop_outputs(self) -> None:
+        for output in self._outputs:
+            self._safe(output.stop, f"{type(output).__name__}.stop")
 
     def _engine_threads(self) -> tuple[threading.Thread, ...]:
         threads = self._scheduler.threads if self._scheduler is not None else ()

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import itertools
 import logging
 import threading
-import weakref
 from typing import Any
 
 from dstream_kafka.errors import MissingDependencyError
 from dstream_kafka.read.counters import COUNTERS, executor_cache_counters
+# The label every output of a stream shares; exported here, where the metrics first named it.
+from dstream_kafka.streaming.outputs import stream_label
 
 _prom: Any = (importlib.import_module("prometheus_client")
               if importlib.util.find_spec("prometheus_client") else None)
@@ -53,27 +53,6 @@ _lock = threading.Lock()
 _server: Any = None
 _port: int | None = None
 _losses: dict[int | str, int] = {}
-# The number of each context that asked for a label, in the order they asked: a weak map, so a
-# context that is gone is not kept alive, and a counter that never hands a number out twice.
-_contexts: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-_context_numbers = itertools.count(1)
-
-
-def stream_label(context: Any, stream: int) -> str:
-    """The ``stream`` label of stream number ``stream`` of ``context``: ``"<context>-<stream>"``.
-
-    A context gets its number (1, 2, ...) the first time one of its streams asks, and keeps it
-    for its life; no two contexts of the process get the same number. ``context`` None (a
-    stream without a StreamingContext, such as a DataFrame stream) gets a new number each call.
-    """
-    with _lock:
-        if context is None:
-            number = next(_context_numbers)
-        else:
-            number = _contexts.get(context) or 0
-            if not number:
-                number = _contexts[context] = next(_context_numbers)
-    return f"{number}-{stream}"
 
 
 def _require() -> None:

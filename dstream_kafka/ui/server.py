@@ -22,6 +22,7 @@ from typing import Any
 from dstream_kafka import config as _config
 from dstream_kafka.config import SparkConfReader
 from dstream_kafka.errors import ConfigurationError
+from dstream_kafka.streaming.outputs import ContextOutput
 from dstream_kafka.ui import pages
 from dstream_kafka.ui.state import PageListener, PageState, job_group, job_group_setter
 
@@ -123,8 +124,9 @@ class _Server(ThreadingHTTPServer):
         log.exception("Streaming page request from %s failed", client_address[0])
 
 
-class StreamingPage:
-    """The Streaming page of one StreamingContext, served while it runs.
+class StreamingPage(ContextOutput):
+    """The Streaming page of one StreamingContext, served while it runs (a context output of
+    :mod:`dstream_kafka.streaming.outputs`, registered by :mod:`dstream_kafka.ui.outputs`).
 
     Attributes
     ----------
@@ -194,10 +196,9 @@ class StreamingPage:
         log.info("Streaming page on %s (Prometheus metrics on %smetrics)", self.url, self.url)
         return self.url
 
-    def stream_feed(self, stream: int, description: str, store: Any, group: str,
-                    label: str | None = None) -> Any:
+    def stream_feed(self, stream: int, description: str, store: Any, group: str) -> Any:
         """The progress output that feeds stream ``stream``'s charts (see :class:`PageState`)."""
-        return self.state.stream_feed(stream, description, store, group, label)
+        return self.state.stream_feed(stream, description, store, group)
 
     def stop(self) -> None:
         """Stop serving and free the port."""

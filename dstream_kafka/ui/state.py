@@ -163,6 +163,7 @@ class StreamView:
     losses_seen: int = 0
     lag: collections.deque[Any] = field(default_factory=collections.deque)
     verdict: Any = None
+    losses: int = 0  # data-loss events counted (losses_seen: those the page has re-read)
 
 
 def _ranges(info: BatchInfo) -> tuple[OffsetRange, ...]:
@@ -237,24 +238,20 @@ class PageState:
             self.total_records += row.records
 
     def stream_feed(self, stream: int, description: str, store: Any,
-                    group: str, label: str | None = None) -> Callable[[Any], None]:
+                    group: str) -> Callable[[Any], None]:
         """The progress output of direct stream ``stream``: keeps its progress and, when its
-        data-loss count grew, re-reads the loss records from ``store`` (on the stream's
-        scheduler thread, which is also the one committing, so the store is not shared).
-        ``label`` is the stream's metrics label, under which its data losses are counted
-        (:func:`dstream_kafka.ui.metrics.count_data_loss`); by default its number."""
-        from dstream_kafka.ui import metrics
-
+        data-loss count (:meth:`count_data_loss`) grew, re-reads the loss records from
+        ``store`` (on the stream's scheduler thread, which is also the one committing, so the
+        store is not shared)."""
         store_name = "none" if store is None else type(store).__name__
         with self._lock:
             view = StreamView(stream, description, store_name,
                               collections.deque(maxlen=self.retained))
             self._streams[stream] = view
 
-        counted: int | str = stream if label is None else label
-
         def feed(progress: Any) -> None:
-            losses = metrics.data_loss_events(counted)
+            with self._lock:
+                losses = view.losses
             rows: list[DataLossRow] | None = None
             if losses != view.losses_seen and store is not None:
                 rows = [DataLossRow(stream, r.topic, r.partition, r.lost_from, r.lost_until,
@@ -266,6 +263,14 @@ class PageState:
                 if rows is not None:
                     view.data_loss = rows
         return feed
+
+    def count_data_loss(self, stream: int) -> None:
+        """Direct stream ``stream`` skipped deleted records: its next progress re-reads the
+        loss records."""
+        with self._lock:
+            view = self._streams.get(stream)
+            if view is not None:
+                view.losses += 1
 
     def lag_feed(self, stream: int) -> Callable[[Any, Any], None]:
         """The lag-timer listener of stream ``stream``: keeps its samples (as many as the
@@ -288,7 +293,7 @@ class PageState:
         with self._lock:
             streams = [StreamView(v.stream, v.description, v.store,
                                   collections.deque(v.progress), list(v.data_loss), v.losses_seen,
-                                  collections.deque(v.lag), v.verdict)
+                                  collections.deque(v.lag), v.verdict, v.losses)
                        for v in sorted(self._streams.values(), key=lambda v: v.stream)]
             return (sorted(self._active.values(), key=lambda r: r.batch_time),
                     list(self._completed), streams)

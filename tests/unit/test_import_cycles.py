@@ -190,6 +190,9 @@ LAYERS = [
     ("streaming", "write", "the engine knows no Kafka"),
     ("read", "write", "executors' reads know nothing of where results go"),
     ("plan", "write", "batch planning knows no outputs; the output finds its stream"),
+    ("plan", "ui", "the planner names no output: the page and metrics register as outputs "
+                   "(streaming/outputs.py)"),
+    ("streaming", "ui", "the engine names no output: the page registers as a context output"),
     ("stores", "write", "stores know no outputs"),
     ("client", "write", "client settings know no outputs"),
 ]

@@ -119,3 +119,17 @@ def test_closing_a_streams_metrics_removes_its_series_and_no_other() -> None:
     assert gone not in labels and kept in labels
     assert metrics.data_loss_events(gone) == 0
     staying.close()
+
+
+def test_the_metrics_output_counts_a_data_loss_event_under_its_streams_label() -> None:
+    from dstream_kafka.streaming.outputs import DataLoss
+    from dstream_kafka.ui.outputs import MetricsOutput
+
+    label = metrics.stream_label(None, 0)
+    output = MetricsOutput(label, None)
+    output.onDataLoss(DataLoss(label, "dl-t", 0, 3, 7))
+    assert _value("dstream_kafka_data_loss_events_total", stream=label) == 1
+    assert metrics.data_loss_events(label) == 1
+    output.close()
+    output.onDataLoss(DataLoss(label, "dl-t", 0, 7, 8))  # after the close: no series again
+    assert _value("dstream_kafka_data_loss_events_total", stream=label) == 0
