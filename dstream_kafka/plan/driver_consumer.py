@@ -38,7 +38,7 @@ from kafka import ConsumerRebalanceListener
 from dstream_kafka import _kafka_internals
 from dstream_kafka.offsets import TopicPartition
 from dstream_kafka.client.reachability import any_reachable
-from dstream_kafka.errors import BrokerTimeoutError, KafkaAuthenticationError
+from dstream_kafka.errors import KafkaAuthenticationError
 
 if TYPE_CHECKING:
     from dstream_kafka.plan.consumer_strategy import ConsumerStrategy
@@ -285,9 +285,10 @@ class DriverConsumer:
                         self._consumer = self.strategy.onStart(dict(self._start_offsets()))
                 except BaseException as exc:
                     # A start that failed after joining (no assignment) must not leave its
-                    # static member behind either; one the brokers refused never joined.
+                    # static member behind either; one whose login the brokers refused never
+                    # joined (and removing it would wait out a bootstrap that cannot succeed).
                     if (derived is not None and self.group_id is not None
-                            and not isinstance(exc, (KafkaAuthenticationError, BrokerTimeoutError))
+                            and not isinstance(exc, KafkaAuthenticationError)
                             and any_reachable(self._servers())):
                         leave_as_static_member(self.strategy.executorKafkaParams, self.group_id, derived)
                     raise
