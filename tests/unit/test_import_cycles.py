@@ -190,6 +190,9 @@ LAYERS = [
     ("plan", "write", "batch planning knows no outputs; the output finds its stream"),
     ("stores", "write", "stores know no outputs"),
     ("client", "write", "client settings know no outputs"),
+    # the output's librdkafka producer settings come from client/librdkafka.py, as the
+    # confluent-kafka consumer's do: neither side borrows the other's translation
+    ("write", "read", "outputs take their client settings from client/, not from the read path"),
 ]
 
 

@@ -71,7 +71,7 @@ def check_backend(
             f"one of {', '.join(BACKENDS)}"
         )
     from dstream_kafka.client.configs import ClientConfigs
-    from dstream_kafka.read.backends.confluent import librdkafka_config, require_confluent
+    from dstream_kafka.client.librdkafka import librdkafka_config, require_confluent
 
     require_confluent()
     if isinstance(executor_params, ClientConfigs):
