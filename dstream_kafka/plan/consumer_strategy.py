@@ -155,7 +155,7 @@ class _BaseStrategy(ConsumerStrategy):
         unless the params give one."""
         from kafka import KafkaConsumer
 
-        config = stream_driver_config(self.kafkaParams)
+        config = stream_driver_config(self.client_configs)  # the executors' translation
         wanted = static_instance_wanted() if static else None
         if wanted is not None and config.get("group_id") and not config.get("group_instance_id"):
             config["group_instance_id"] = wanted
