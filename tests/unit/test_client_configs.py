@@ -162,3 +162,25 @@ def test_client_configs_show_no_secret() -> None:
                                 "sasl.mechanism": "PLAIN", "sasl.jaas.config": jaas})
     assert configs.consumer["sasl_plain_password"] == "s3cr3t-pw"
     assert "s3cr3t-pw" not in repr(configs) and "alice" in repr(configs)
+
+
+def test_a_strategy_giving_its_executors_other_params_keeps_the_driver_consumer_on_its_own(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[dict[str, Any]] = []
+
+    class Recorder:
+        DEFAULT_CONFIG = kafka.KafkaConsumer.DEFAULT_CONFIG
+
+        def __init__(self, **config: Any) -> None:
+            opened.append(config)
+
+    class FasterExecutors(Subscribe):
+        @property
+        def executorKafkaParams(self) -> dict[str, Any]:
+            return {**self.kafkaParams, "max.poll.records": "500"}
+
+    monkeypatch.setattr(kafka, "KafkaConsumer", Recorder)
+    strategy = FasterExecutors(["t"], PARAMS)
+    strategy._new_consumer()
+    assert strategy.client_configs.executor["max_poll_records"] == 500
+    assert opened[0]["max_poll_records"] == 7
