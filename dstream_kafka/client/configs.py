@@ -1,12 +1,16 @@
 """What each Kafka client this package opens is given, from one translation of ``kafkaParams``.
 
-:class:`ClientConfigs` holds, for one ``kafkaParams`` mapping translated once on the driver
-(:func:`~dstream_kafka.client.kafka_params.consumer_config`), the executor consumer's settings,
-the offset look-up consumer's and their fingerprint. The other clients get theirs here too:
-the stream's driver consumer (:func:`stream_driver_config`), the offset look-up consumer
-(:func:`driver_consumer_config`) and the Kafka group store's clients
-(:func:`store_client_config`). :func:`bootstrap_errors` explains a client's failure to reach
-its brokers (:func:`bootstrapped_client` opens a store's client the same way), and
+:class:`ClientConfigs` holds one ``kafkaParams`` mapping translated once
+(:func:`~dstream_kafka.client.kafka_params.consumer_config`), and derives from that translation
+every consumer's and admin client's settings: the executor consumer's (in kafka-python's names
+and, for the confluent-kafka backend, librdkafka's), the offset look-up consumer's
+(:func:`driver_consumer_config`), the stream's driver consumer's (:func:`stream_driver_config`)
+and the Kafka group store's clients' (:func:`store_client_config`). The Kafka output's producer
+params are a mapping of their own, translated by the same client/ functions
+(:func:`~dstream_kafka.client.kafka_params.producer_config`,
+:func:`~dstream_kafka.client.librdkafka.librdkafka_producer_config`).
+:func:`bootstrap_errors` explains a client's failure to reach its brokers
+(:func:`bootstrapped_client` opens a store's client the same way), and
 :func:`params_fingerprint` identifies settings without showing them.
 """
 
@@ -18,12 +22,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, TypeVar
 
 # Through the module, not its names: the translation is one function that tests may watch.
 from dstream_kafka.client import kafka_params
 from dstream_kafka.client.deserializers import qualified_name
-from dstream_kafka.client.param_checks import bootstrap_failure
+from dstream_kafka.client.librdkafka import librdkafka_config
+from dstream_kafka.client.param_checks import bootstrap_failure, redact
 from dstream_kafka.client.security import check_credentials
 from dstream_kafka.errors import ConfigurationError
 
@@ -34,6 +40,7 @@ __all__ = [
     "driver_consumer_config",
     "params_fingerprint",
     "store_client_config",
+    "store_configs",
     "stream_driver_config",
 ]
 
@@ -43,30 +50,35 @@ log = logging.getLogger("dstream_kafka.client.kafka_params")
 
 @dataclass(frozen=True)
 class ClientConfigs:
-    """What one ``kafkaParams`` mapping gives each Kafka client, translated once on the driver.
+    """What one ``kafkaParams`` mapping gives each Kafka client, translated once.
 
     Build it with :meth:`of` where the user's parameters come in (``createRDD``, a consumer
-    strategy) and pass it on: the look-ups, the read settings and the backend check take it
-    as it is. Treat the mappings as read-only.
+    strategy, the Kafka group store) and pass it on: the look-ups, the read settings, the
+    backend check, the stream's driver consumer and the store's clients take their settings
+    from it. Every mapping below is derived from :attr:`consumer` on first use and kept (so a
+    store, which runs no executor, logs no executor fixes); treat them as read-only.
 
     Attributes
     ----------
+    consumer : dict
+        The user's params as ``kafka.KafkaConsumer`` keyword arguments
+        (:func:`~dstream_kafka.client.kafka_params.consumer_config`): the one translation.
     executor : dict
         The executor consumer's settings (:func:`~dstream_kafka.client.kafka_params.fix_kafka_params`).
     driver : dict
         The group-less look-up consumer's settings (:func:`driver_consumer_config`).
-    librdkafka : dict or None
-        ``executor`` in librdkafka's names once the confluent-kafka backend is selected
-        (:func:`~dstream_kafka.read.backends.check_backend` fills it in); None before.
+    librdkafka : dict
+        ``executor`` in librdkafka's names
+        (:func:`~dstream_kafka.client.librdkafka.librdkafka_config`), for the confluent-kafka
+        backend (:func:`~dstream_kafka.read.backends.check_backend` reads it); its first read
+        raises :class:`~dstream_kafka.errors.ConfigurationError` for settings librdkafka cannot
+        honour.
     fingerprint : str
         :func:`params_fingerprint` of ``executor``: a cached executor consumer built from
         other settings is replaced.
     """
 
-    executor: dict[str, Any]
-    driver: dict[str, Any]
-    librdkafka: dict[str, Any] | None
-    fingerprint: str
+    consumer: dict[str, Any]
 
     @classmethod
     def of(cls, kafkaParams: Mapping[str, Any] | ClientConfigs) -> ClientConfigs:
@@ -79,9 +91,29 @@ class ClientConfigs:
         """
         if isinstance(kafkaParams, ClientConfigs):
             return kafkaParams
-        config = kafka_params.consumer_config(kafkaParams)
-        executor = kafka_params.executor_fixes(dict(config))
-        return cls(executor, _lookup_only(config), None, params_fingerprint(executor))
+        return cls(kafka_params.consumer_config(kafkaParams))
+
+    # Derived views: a frozen dataclass keeps them in its __dict__ (functools.cached_property
+    # writes there directly), so each is made at most once; they are not fields, so equality
+    # and repr are the translation's alone.
+    @cached_property
+    def executor(self) -> dict[str, Any]:
+        return kafka_params.executor_fixes(dict(self.consumer))
+
+    @cached_property
+    def driver(self) -> dict[str, Any]:
+        return _lookup_only(dict(self.consumer))
+
+    @cached_property
+    def librdkafka(self) -> dict[str, Any]:
+        return librdkafka_config(self.executor)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        return params_fingerprint(self.executor)
+
+    def __repr__(self) -> str:
+        return f"ClientConfigs(consumer={redact(self.consumer)!r})"
 
 
 def driver_consumer_config(kafkaParams: Mapping[str, Any] | ClientConfigs) -> dict[str, Any]:
@@ -89,12 +121,9 @@ def driver_consumer_config(kafkaParams: Mapping[str, Any] | ClientConfigs) -> di
 
     The user's parameters are kept (so ``isolation.level`` decides whether "latest" is the
     high watermark or the last stable offset), but the consumer joins no group, commits
-    nothing, creates no topics and decodes nothing. Given :class:`ClientConfigs`, their
-    ``driver`` settings (translated already).
+    nothing, creates no topics and decodes nothing: :attr:`ClientConfigs.driver`.
     """
-    if isinstance(kafkaParams, ClientConfigs):
-        return dict(kafkaParams.driver)
-    return _lookup_only(kafka_params.consumer_config(kafkaParams))
+    return dict(ClientConfigs.of(kafkaParams).driver)
 
 
 def _lookup_only(params: dict[str, Any]) -> dict[str, Any]:
@@ -104,14 +133,14 @@ def _lookup_only(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def stream_driver_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
+def stream_driver_config(kafkaParams: Mapping[str, Any] | ClientConfigs) -> dict[str, Any]:
     """Return settings for a stream's driver consumer: the user's params, in its group.
 
     The driver never reads records (its partitions are paused), so deserializers are dropped;
     offsets are committed only explicitly (``commitAsync`` or an offset store), so auto commit
-    is off.
+    is off. Given :class:`ClientConfigs`, derived from their translation.
     """
-    config = kafka_params.consumer_config(kafkaParams)
+    config = dict(ClientConfigs.of(kafkaParams).consumer)
     if config.get("enable_auto_commit"):
         log.warning("enable.auto.commit=true is ignored by the driver: offsets are committed "
                     "after each batch's output (commitAsync or an offset store)")
@@ -121,20 +150,39 @@ def stream_driver_config(kafkaParams: Mapping[str, Any]) -> dict[str, Any]:
     return config
 
 
-def store_client_config(kafkaParams: Mapping[str, Any], client: str = "consumer", *,
+def store_configs(kafkaParams: Mapping[str, Any] | ClientConfigs) -> ClientConfigs:
+    """Return ``kafkaParams`` translated once for the Kafka group store's clients
+    (:func:`store_client_config` derives each client's settings from them).
+
+    Raises
+    ------
+    ConfigurationError
+        For params that are not a mapping, lack ``bootstrap.servers``, or that
+        :func:`~dstream_kafka.client.kafka_params.consumer_config` refuses.
+    """
+    if not isinstance(kafkaParams, (Mapping, ClientConfigs)):
+        raise ConfigurationError(
+            "Kafka params must be a dict such as {'bootstrap.servers': 'host:9092', 'group.id': 'g'}, "
+            f"got {type(kafkaParams).__name__}")
+    configs = ClientConfigs.of(kafkaParams)
+    if not configs.consumer.get("bootstrap_servers"):
+        raise ConfigurationError("Kafka params need 'bootstrap.servers', e.g. {'bootstrap.servers': '127.0.0.1:9092'}")
+    return configs
+
+
+def store_client_config(kafkaParams: Mapping[str, Any] | ClientConfigs, client: str = "consumer", *,
                         defaults: Mapping[str, Any] | None = None,
                         required: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Return settings for the Kafka group offset store's ``client``: consumer, producer or admin.
 
-    The translation is :func:`~dstream_kafka.client.kafka_params.consumer_config`'s (JAAS
-    configs, typed values, unknown names refused). (De)serializers are dropped (the store
-    handles bytes), and so are the settings the kafka-python ``client`` does not take;
-    ``bootstrap.servers`` is required.
+    Derived from :func:`store_configs`' translation (JAAS configs, typed values, unknown
+    names refused): (de)serializers are dropped (the store handles bytes), and so are the
+    settings the kafka-python ``client`` does not take; ``bootstrap.servers`` is required.
 
     Parameters
     ----------
-    kafkaParams : Mapping
-        The user's Kafka params (Java names).
+    kafkaParams : Mapping or ClientConfigs
+        The user's Kafka params (Java names), or their translation.
     client : str
         ``"consumer"``, ``"producer"`` or ``"admin"``.
     defaults : Mapping, optional
@@ -148,21 +196,15 @@ def store_client_config(kafkaParams: Mapping[str, Any], client: str = "consumer"
     Raises
     ------
     ConfigurationError
-        For params that are not a mapping, lack ``bootstrap.servers``, or that
-        :func:`~dstream_kafka.client.kafka_params.consumer_config` refuses.
+        As :func:`store_configs`.
     """
     import kafka
 
-    if not isinstance(kafkaParams, Mapping):
-        raise ConfigurationError(
-            "Kafka params must be a dict such as {'bootstrap.servers': 'host:9092', 'group.id': 'g'}, "
-            f"got {type(kafkaParams).__name__}")
+    configs = store_configs(kafkaParams)
     known = {"consumer": kafka.KafkaConsumer, "producer": kafka.KafkaProducer,
              "admin": kafka.KafkaAdminClient}[client].DEFAULT_CONFIG
-    config = {name: value for name, value in kafka_params.consumer_config(kafkaParams).items()
+    config = {name: value for name, value in configs.consumer.items()
               if name in known and not name.endswith(("_deserializer", "_serializer"))}
-    if not config.get("bootstrap_servers"):
-        raise ConfigurationError("Kafka params need 'bootstrap.servers', e.g. {'bootstrap.servers': '127.0.0.1:9092'}")
     return {**(defaults or {}), **config, **(required or {})}
 
 

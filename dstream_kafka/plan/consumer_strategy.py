@@ -155,7 +155,10 @@ class _BaseStrategy(ConsumerStrategy):
         unless the params give one."""
         from kafka import KafkaConsumer
 
-        config = stream_driver_config(self.kafkaParams)
+        # The executors' translation, made once, when executors get the driver's params (the
+        # built-ins); a subclass that gives its executors other params keeps the driver on its own.
+        same = self.executorKafkaParams == dict(self.kafkaParams)
+        config = stream_driver_config(self.client_configs if same else self.kafkaParams)
         wanted = static_instance_wanted() if static else None
         if wanted is not None and config.get("group_id") and not config.get("group_instance_id"):
             config["group_instance_id"] = wanted

@@ -41,6 +41,7 @@ from dstream_kafka.client.reachability import any_reachable
 from dstream_kafka.errors import KafkaAuthenticationError
 
 if TYPE_CHECKING:
+    from dstream_kafka.client.configs import ClientConfigs
     from dstream_kafka.plan.consumer_strategy import ConsumerStrategy
     from dstream_kafka.stores.base import OffsetStore
 
@@ -110,7 +111,8 @@ def static_instance_wanted() -> str | None:
     return _static_instance.get()
 
 
-def leave_as_static_member(kafkaParams: Mapping[str, Any], group: str, instance_id: str) -> None:
+def leave_as_static_member(kafkaParams: Mapping[str, Any] | ClientConfigs, group: str,
+                           instance_id: str) -> None:
     """Remove static member ``instance_id`` from ``group`` (what its close does not do), within
     :data:`LEAVE_TIMEOUT_MS` per request; a failure is logged: the member then stays until its
     ``session.timeout.ms`` expires, or until a driver with the same id takes its place."""
@@ -290,7 +292,7 @@ class DriverConsumer:
                     if (derived is not None and self.group_id is not None
                             and not isinstance(exc, KafkaAuthenticationError)
                             and any_reachable(self._servers())):
-                        leave_as_static_member(self.strategy.executorKafkaParams, self.group_id, derived)
+                        leave_as_static_member(self.strategy.client_configs, self.group_id, derived)
                     raise
                 joined = getattr(self._consumer, "config", {}).get("group_instance_id")
                 self.static_id = joined if derived is not None and joined == derived else None
@@ -351,5 +353,5 @@ class DriverConsumer:
                 finally:
                     self._consumer = None
                     if static_id is not None and reachable and self.group_id is not None:
-                        leave_as_static_member(self.strategy.executorKafkaParams, self.group_id,
+                        leave_as_static_member(self.strategy.client_configs, self.group_id,
                                                static_id)

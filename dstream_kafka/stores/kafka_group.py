@@ -30,7 +30,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from dstream_kafka import _kafka_internals
-from dstream_kafka.client.configs import bootstrapped_client
+from dstream_kafka.client.configs import ClientConfigs, bootstrapped_client, store_configs
 from dstream_kafka.client.configs import store_client_config as kafka_client_config
 from dstream_kafka.errors import DStreamKafkaError, OffsetStoreError
 from dstream_kafka.offsets import OffsetRange, TopicPartition
@@ -72,9 +72,10 @@ class GroupCommitter:
     The group store and :class:`~dstream_kafka.stores.mirror.KafkaGroupMirror` commit with it.
     """
 
-    def __init__(self, kafkaParams: Mapping[str, Any], timeout_ms: int = 30_000) -> None:
-        kafka_client_config(kafkaParams)  # refuse bad params now, before any data moves
-        self._params = dict(kafkaParams)
+    def __init__(self, kafkaParams: Mapping[str, Any] | ClientConfigs, timeout_ms: int = 30_000) -> None:
+        # Translated once (bad params refused now, before any data moves): every consumer
+        # this committer opens takes its settings from the translation.
+        self._configs = store_configs(kafkaParams)
         self._timeout_ms = timeout_ms
         self._owned: dict[str, Any] = {}
         self._bound: Any = None
@@ -105,7 +106,7 @@ class GroupCommitter:
             from kafka import KafkaConsumer
 
             config = kafka_client_config(
-                self._params, defaults={"client_id": f"dstream-kafka-offsets-{group_id}",
+                self._configs, defaults={"client_id": f"dstream-kafka-offsets-{group_id}",
                                         "bootstrap_timeout_ms": self._timeout_ms},
                 required={"group_id": group_id, "enable_auto_commit": False})
             consumer = self._owned[group_id] = bootstrapped_client(KafkaConsumer, config)
@@ -143,8 +144,11 @@ class KafkaGroupOffsetStore(OffsetStore):
     def __init__(self, kafkaParams: Mapping[str, Any], *, data_loss_topic: str = DATA_LOSS_TOPIC,
                  timeout_ms: int = 30_000) -> None:
         super().__init__()
-        self._params = dict(kafkaParams)
-        self._committer = GroupCommitter(self._params, timeout_ms)
+        # Translated once (bad params refused now, before any data moves): the store's
+        # consumers, admin client and producer take their settings from this translation.
+        self._configs = store_configs(kafkaParams)
+        self._servers = dict(kafkaParams).get("bootstrap.servers")
+        self._committer = GroupCommitter(self._configs, timeout_ms)
         self._admin: Any = None
         self._data_loss_topic = data_loss_topic
         self._timeout_ms = timeout_ms
@@ -155,14 +159,14 @@ class KafkaGroupOffsetStore(OffsetStore):
         return True
 
     def __repr__(self) -> str:
-        return f"KafkaGroupOffsetStore(bootstrap.servers={self._params.get('bootstrap.servers')!r})"
+        return f"KafkaGroupOffsetStore(bootstrap.servers={self._servers!r})"
 
     def _admin_client(self) -> Any:
         if self._admin is None:
             from kafka import KafkaAdminClient
 
             self._admin = bootstrapped_client(KafkaAdminClient, kafka_client_config(
-                self._params, "admin", defaults={"request_timeout_ms": self._timeout_ms,
+                self._configs, "admin", defaults={"request_timeout_ms": self._timeout_ms,
                                                  "bootstrap_timeout_ms": self._timeout_ms}))
         return self._admin
 
@@ -275,7 +279,7 @@ class KafkaGroupOffsetStore(OffsetStore):
                 self._ensure_data_loss_topic()
                 # acks=all: a loss record must survive a broker failure.
                 producer = bootstrapped_client(KafkaProducer, kafka_client_config(
-                    self._params, "producer", defaults={"client_id": "dstream-kafka-data-loss",
+                    self._configs, "producer", defaults={"client_id": "dstream-kafka-data-loss",
                                                         "bootstrap_timeout_ms": self._timeout_ms,
                                                         "max_block_ms": self._timeout_ms},
                     required={"acks": "all"}))
@@ -299,7 +303,7 @@ class KafkaGroupOffsetStore(OffsetStore):
         from kafka import KafkaConsumer
         from kafka import TopicPartition as KTP
 
-        config = kafka_client_config(self._params, defaults={"bootstrap_timeout_ms": self._timeout_ms},
+        config = kafka_client_config(self._configs, defaults={"bootstrap_timeout_ms": self._timeout_ms},
                                      required={"group_id": None, "enable_auto_commit": False})
         records: list[DataLossRecord] = []
         with self._lock:

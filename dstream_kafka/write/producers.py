@@ -203,7 +203,7 @@ class ConfluentProducer:
     """:class:`OutputProducer` on ``confluent_kafka.Producer``."""
 
     def __init__(self, settings: OutputSettings, transactional_id: str | None) -> None:
-        from dstream_kafka.read.backends.confluent import require_confluent
+        from dstream_kafka.client.librdkafka import require_confluent
 
         self._ck = require_confluent()
         self._settings = settings

@@ -4,7 +4,8 @@
 options, before any data moves, and shipped to every write task as it is (frozen). It is the
 one place where producer parameters are translated: kafka-python keyword arguments
 (:func:`~dstream_kafka.client.kafka_params.producer_config`, which also reads the TLS and SASL
-settings) and, for the confluent-kafka backend, librdkafka properties. Its ``repr`` never
+settings) and, for the confluent-kafka backend, librdkafka properties
+(:func:`~dstream_kafka.client.librdkafka.librdkafka_producer_config`). Its ``repr`` never
 shows a secret.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dstream_kafka.client.kafka_params import is_secret_key, producer_config, redact
+from dstream_kafka.client.librdkafka import librdkafka_producer_config, require_confluent
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.write.records import check_topic
 
@@ -29,22 +31,6 @@ BACKENDS = ("kafka-python", "confluent-kafka")
 
 # Settings the guarantees depend on, whatever the user's params say.
 _REQUIRED = {"acks": -1, "enable_idempotence": True}
-# kafka-python producer settings that librdkafka names differently (the rest of the client
-# settings translate as the consumer's do).
-_PRODUCER_NAMES = {
-    "linger_ms": "linger.ms",
-    "batch_size": "batch.size",
-    "compression_type": "compression.type",
-    "delivery_timeout_ms": "delivery.timeout.ms",
-    "max_request_size": "message.max.bytes",
-    "transaction_timeout_ms": "transaction.timeout.ms",
-    "max_in_flight_requests_per_connection": "max.in.flight.requests.per.connection",
-}
-# librdkafka consumer-only properties the shared translation adds; a producer refuses them.
-_CONSUMER_ONLY = ("group.id", "isolation.level", "fetch.queue.backoff.ms",
-                  "queued.max.messages.kbytes", "enable.auto.commit", "enable.auto.offset.store",
-                  "auto.offset.reset", "enable.partition.eof", "check.crcs",
-                  "allow.auto.create.topics")
 _APP_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
 _INT_MAX = 2**31 - 1
 #: Java's ranges (``ProducerConfig``) of the numeric producer settings passed to the clients,
@@ -213,8 +199,6 @@ def _check_librdkafka(properties: Mapping[str, Any]) -> None:
     A producer is created without ``bootstrap.servers`` (so it connects nowhere: a few ms)
     and dropped; its constructor checks every property and their combinations.
     """
-    from dstream_kafka.read.backends.confluent import require_confluent
-
     ck = require_confluent()
     probe = {k: v for k, v in properties.items() if k != "bootstrap.servers"}
     probe["log_level"] = 0  # no "no bootstrap.servers" warning
@@ -230,34 +214,6 @@ def _check_librdkafka(properties: Mapping[str, Any]) -> None:
             f"{found.strip()}; fix the setting in the output's kafkaParams (librdkafka's name "
             "may differ: queue.buffering.max.ms is linger.ms, message.max.bytes is "
             "max.request.size, socket.timeout.ms is request.timeout.ms)") from None
-
-
-def librdkafka_producer_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Translate kafka-python producer settings ``config`` into librdkafka properties.
-
-    Client settings (servers, security, timeouts) translate as the consumer backend's do;
-    producer settings by :data:`_PRODUCER_NAMES`; ``partitioner`` is ``murmur2_random``, so
-    a keyed record lands on the partition Java and kafka-python choose.
-
-    Raises
-    ------
-    ConfigurationError
-        As :func:`~dstream_kafka.read.backends.confluent.librdkafka_config`.
-    MissingDependencyError
-        Without the confluent-kafka package.
-    """
-    from dstream_kafka.read.backends.confluent import librdkafka_config, require_confluent
-
-    require_confluent()
-    producer_only = {k: v for k, v in config.items() if k in _PRODUCER_NAMES}
-    client = {k: v for k, v in config.items()
-              if k not in _PRODUCER_NAMES and k not in ("acks", "enable_idempotence")}
-    out = {k: v for k, v in librdkafka_config(client).items() if k not in _CONSUMER_ONLY}
-    for name, value in producer_only.items():
-        if value is not None:
-            out[_PRODUCER_NAMES[name]] = value
-    out.update({"acks": "all", "enable.idempotence": True, "partitioner": "murmur2_random"})
-    return out
 
 
 def serializer_for(what: str, serializer: Any) -> Callable[[Any], bytes | None]:

@@ -14,7 +14,7 @@ with warnings.catch_warnings():
     import kafka  # noqa: F401  (kafka-python warns on import under some Python versions)
 
 from dstream_kafka.read.backends import LIBRDKAFKA_KEY, check_backend, create_backend, record_decoder
-from dstream_kafka.read.backends.confluent import librdkafka_config
+from dstream_kafka.client.librdkafka import librdkafka_config
 from dstream_kafka.read.consumer_cache import CacheKey, acquire, cached_consumer, clear
 from dstream_kafka.errors import ConfigurationError, MissingDependencyError
 from dstream_kafka.client.configs import ClientConfigs
@@ -116,9 +116,9 @@ def test_security_settings_are_translated():
 
 
 def test_group_and_commit_settings_are_dropped_and_unmapped_ones_warned_by_name(caplog):
-    from dstream_kafka.read.backends import confluent
+    from dstream_kafka.client import librdkafka
 
-    confluent._warned.discard("api_version")
+    librdkafka._warned.discard("api_version")
     params = _fixed(**{"session.timeout.ms": "10000", "api.version": "2.8"})
     with caplog.at_level(logging.WARNING, logger="dstream_kafka.read.backends.confluent"):
         conf = librdkafka_config(params)

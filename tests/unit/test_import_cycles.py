@@ -195,6 +195,9 @@ LAYERS = [
     ("streaming", "ui", "the engine names no output: the page registers as a context output"),
     ("stores", "write", "stores know no outputs"),
     ("client", "write", "client settings know no outputs"),
+    # the output's librdkafka producer settings come from client/librdkafka.py, as the
+    # confluent-kafka consumer's do: neither side borrows the other's translation
+    ("write", "read", "outputs take their client settings from client/, not from the read path"),
 ]
 
 

@@ -31,6 +31,7 @@ from dstream_kafka.client.kafka_params import (
     utf8_decoder,
     validate_deserializer,
 )
+from dstream_kafka.client.librdkafka import librdkafka_config
 
 #: what consumer_config adds to every translation (Java's default, not kafka-python's)
 JAVA = {"reconnect_backoff_max_ms": JAVA_RECONNECT_BACKOFF_MAX_MS}
@@ -342,8 +343,10 @@ def test_client_configs_hold_every_client_config_of_one_translation(monkeypatch)
     assert driver_consumer_config(configs) == configs.driver
     with bootstrap_errors(configs):
         pass
-    assert len(translations) == 1 and configs.librdkafka is None
+    assert configs.librdkafka is configs.librdkafka  # translated on first use, then kept
+    assert len(translations) == 1
     monkeypatch.undo()
+    assert configs.librdkafka == librdkafka_config(fix_kafka_params(params))
     assert configs.executor == fix_kafka_params(params)
     assert configs.driver == driver_consumer_config(params)
     assert configs.fingerprint == params_fingerprint(configs.executor)

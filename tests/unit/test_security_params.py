@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dstream_kafka.read.backends.confluent import librdkafka_config
+from dstream_kafka.client.librdkafka import librdkafka_config
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.client.kafka_params import consumer_config, fix_kafka_params
 from dstream_kafka.client.security import parse_jaas, security_config

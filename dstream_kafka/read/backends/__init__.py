@@ -10,7 +10,8 @@ selected with ``spark.streaming.kafka.consumer.backend``:
   :mod:`dstream_kafka.read.backends.confluent`, librdkafka underneath, several times faster.
 
 Both take the executor parameters of :func:`~dstream_kafka.client.kafka_params.fix_kafka_params`
-(kafka-python keyword names); the confluent backend translates them to librdkafka settings.
+(kafka-python keyword names); the confluent backend takes them in librdkafka's names too
+(:func:`~dstream_kafka.client.librdkafka.librdkafka_config`, translated on the driver).
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ def check_backend(
     """Fail on the driver, before any job, when backend ``name`` cannot run.
 
     Returns the confluent-kafka backend's librdkafka settings for ``executor_params`` (the
-    executor consumer's settings, or their ClientConfigs, whose translation is reused), so
-    executors need not translate them again; None for kafka-python.
+    executor consumer's settings, or their ClientConfigs, whose
+    :attr:`~dstream_kafka.client.configs.ClientConfigs.librdkafka` it returns), so executors
+    need not translate them again; None for kafka-python.
 
     Raises
     ------
@@ -71,13 +73,11 @@ def check_backend(
             f"one of {', '.join(BACKENDS)}"
         )
     from dstream_kafka.client.configs import ClientConfigs
-    from dstream_kafka.read.backends.confluent import librdkafka_config, require_confluent
+    from dstream_kafka.client.librdkafka import librdkafka_config, require_confluent
 
     require_confluent()
     if isinstance(executor_params, ClientConfigs):
-        if executor_params.librdkafka is not None:
-            return executor_params.librdkafka
-        executor_params = executor_params.executor
+        return executor_params.librdkafka  # translated once, kept with the other clients'
     return None if executor_params is None else librdkafka_config(executor_params)
 
 

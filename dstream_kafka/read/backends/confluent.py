@@ -3,25 +3,11 @@
 Selected with ``spark.streaming.kafka.consumer.backend=confluent-kafka``. The executor
 parameters (kafka-python keyword names, from
 :func:`~dstream_kafka.client.kafka_params.fix_kafka_params`) are translated to librdkafka settings
-by :func:`librdkafka_config`; the driver translates them once before any job, so a setting
-the backend cannot honour fails there. Reads keep the kafka-python backend's semantics:
-
-* ``auto.offset.reset=error`` (Spark's ``none``): an offset outside the log is an error,
-  never a silent jump;
-* ``isolation.level`` defaults to ``read_uncommitted`` as in Java and kafka-python
-  (librdkafka's own default is ``read_committed``);
-* ``enable.partition.eof``: the end-of-partition event carries the offset the fetcher reached
-  (the high watermark, or the last stable offset under ``read_committed``), past trailing
-  transaction markers and aborted records, so a gap-skipping range that ends inside such a gap
-  finishes at once;
-* key and value deserializers are the same Python callables, applied to the raw bytes;
-* a cached consumer stays cheap while idle and after a seek: ``fetch.queue.backoff.ms`` is
-  :data:`FETCH_QUEUE_BACKOFF_MS` (librdkafka's 1000 ms made the first fetch after a seek wait
-  up to a second whenever the idle consumer's prefetch queue had filled, as it does on a
-  multi-core executor where a partition's next task lands on another Python worker) and the
-  prefetch queue holds at most :data:`PREFETCH_FETCHES` partition fetches
-  (``queued.max.messages.kbytes``; librdkafka's 64 MiB per partition would be held by every
-  idle cached consumer).
+by :func:`~dstream_kafka.client.librdkafka.librdkafka_config`, the one translation, whose module
+says how reads keep the kafka-python backend's semantics; the driver translates them once
+before any job (:attr:`~dstream_kafka.client.configs.ClientConfigs.librdkafka`), so a setting
+the backend cannot honour fails there. Key and value deserializers are the same Python
+callables, applied to the raw bytes.
 
 This module imports ``confluent_kafka`` only when a client is created.
 """
@@ -32,201 +18,22 @@ import logging
 from collections.abc import Mapping
 from typing import Any, cast
 
+# librdkafka_config and require_confluent lived here until the translation moved to client/;
+# imported by name, so their old import path still works.
+from dstream_kafka.client.librdkafka import librdkafka_config as librdkafka_config
+from dstream_kafka.client.librdkafka import require_confluent as require_confluent
+from dstream_kafka.errors import KafkaAuthenticationError, KafkaReadError
 from dstream_kafka.read.backends.base import LIBRDKAFKA_KEY, OffsetOutOfRange, record_decoder
-from dstream_kafka.errors import (
-    ConfigurationError,
-    KafkaAuthenticationError,
-    KafkaReadError,
-    MissingDependencyError,
-)
-from dstream_kafka.client.kafka_params import show_value
 from dstream_kafka.record import ConsumerRecord
 
-__all__ = ["ConfluentBackend", "librdkafka_config", "require_confluent"]
+__all__ = ["ConfluentBackend"]
 
 log = logging.getLogger(__name__)
 
-INSTALL_HINT = "pip install dstream_kafka[fast]"
 #: Records taken from librdkafka's queue per call (``max.poll.records`` overrides it).
 DEFAULT_BATCH = 10000
-#: ``fetch.queue.backoff.ms``: how long a full prefetch queue postpones the next fetch. 0 makes
-#: an idle consumer's fetcher spin (about one core); 10 ms costs nothing measurable idle.
-FETCH_QUEUE_BACKOFF_MS = 10
-#: The prefetch queue holds this many ``max.partition.fetch.bytes`` (default 1 MiB) fetches.
-PREFETCH_FETCHES = 4
-#: kafka-python's (and Java's) ``max.partition.fetch.bytes`` default.
-_PARTITION_FETCH_BYTES = 1048576
-
-# kafka-python keyword -> librdkafka property, values passed as they are.
-_SAME = {
-    "client_id": "client.id",
-    "client_rack": "client.rack",
-    "group_id": "group.id",
-    "fetch_min_bytes": "fetch.min.bytes",
-    "fetch_max_wait_ms": "fetch.wait.max.ms",
-    "fetch_max_bytes": "fetch.max.bytes",
-    "max_partition_fetch_bytes": "max.partition.fetch.bytes",
-    "receive_message_max_bytes": "receive.message.max.bytes",
-    "request_timeout_ms": "socket.timeout.ms",
-    "retry_backoff_ms": "retry.backoff.ms",
-    "reconnect_backoff_ms": "reconnect.backoff.ms",
-    "reconnect_backoff_max_ms": "reconnect.backoff.max.ms",
-    "max_in_flight_requests_per_connection": "max.in.flight.requests.per.connection",
-    "check_crcs": "check.crcs",
-    "isolation_level": "isolation.level",
-    "allow_auto_create_topics": "allow.auto.create.topics",
-    "metadata_max_age_ms": "metadata.max.age.ms",
-    "client_dns_lookup": "client.dns.lookup",
-    "receive_buffer_bytes": "socket.receive.buffer.bytes",
-    "send_buffer_bytes": "socket.send.buffer.bytes",
-    "connections_max_idle_ms": "connections.max.idle.ms",
-    "sasl_mechanism": "sasl.mechanism",
-    "sasl_plain_username": "sasl.username",
-    "sasl_plain_password": "sasl.password",
-    "sasl_kerberos_service_name": "sasl.kerberos.service.name",
-    "sasl_kerberos_name": "sasl.kerberos.principal",
-    "ssl_cafile": "ssl.ca.location",
-    "ssl_certfile": "ssl.certificate.location",
-    "ssl_keyfile": "ssl.key.location",
-    "ssl_password": "ssl.key.password",
-    "ssl_crlfile": "ssl.crl.location",
-    "ssl_ciphers": "ssl.cipher.suites",
-}
-# Handled apart: forced by the executor rules, applied in Python, or translated below.
-_HANDLED = frozenset(
-    {
-        "bootstrap_servers",
-        "enable_auto_commit",
-        "auto_offset_reset",
-        "key_deserializer",
-        "value_deserializer",
-        "max_poll_records",
-        "security_protocol",
-        "ssl_check_hostname",
-    }
-)
-# Settings for group membership, commits or kafka-python internals: meaningless for a
-# consumer that is assigned one partition and never commits, so dropped without a word.
-_IRRELEVANT = frozenset(
-    {
-        "group_instance_id",
-        "auto_commit_interval_ms",
-        "default_offset_commit_callback",
-        "partition_assignment_strategy",
-        "max_poll_interval_ms",
-        "session_timeout_ms",
-        "heartbeat_interval_ms",
-        "consumer_timeout_ms",
-        "exclude_internal_topics",
-        "enable_incremental_fetch_sessions",
-        "metric_reporters",
-        "metrics_enabled",
-        "metrics_num_samples",
-        "metrics_sample_window_ms",
-        "metric_group_prefix",
-    }
-)
-# Settings that would silently weaken security or change the route: refused with a reason.
-_REFUSED = {
-    "ssl_context": "an ssl.SSLContext cannot be given to librdkafka; pass ssl_cafile, "
-    "ssl_certfile and ssl_keyfile (PEM files)",
-    "sasl_oauth_token_provider": "a kafka-python token provider object cannot be used by "
-    "librdkafka; use the kafka-python backend",
-    "proxy_url": "librdkafka does not connect through proxies; use the kafka-python backend",
-    "socks5_proxy": "librdkafka does not connect through proxies; use the kafka-python backend",
-}
-# Parameter names already warned about as having no librdkafka equivalent.
-_warned: set[str] = set()
 # librdkafka timestamp type -> Kafka's code (-1 none, 0 CreateTime, 1 LogAppendTime).
 _TIMESTAMP_TYPES = {0: -1, 1: 0, 2: 1}
-
-
-def require_confluent() -> Any:
-    """Import and return ``confluent_kafka``, or raise :class:`MissingDependencyError`."""
-    try:
-        import confluent_kafka
-    except ImportError as exc:
-        raise MissingDependencyError(
-            "spark.streaming.kafka.consumer.backend=confluent-kafka needs the confluent-kafka "
-            f"package: {INSTALL_HINT} (or set the backend back to kafka-python)"
-        ) from exc
-    return confluent_kafka
-
-
-def _shown(name: str, value: Any) -> str:
-    return show_value(name, value)
-
-
-def librdkafka_config(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Translate executor parameters (kafka-python names) into librdkafka properties.
-
-    Executor rules are applied whatever the input says: ``enable.auto.commit=false``,
-    ``enable.auto.offset.store=false``, ``auto.offset.reset=error`` (Spark's ``none``) and
-    ``enable.partition.eof=true``; ``isolation.level`` defaults to ``read_uncommitted``.
-    Settings without a librdkafka equivalent are dropped with a warning naming the key (never
-    the value); group and commit settings are dropped silently. Pure: no client is created.
-
-    Raises
-    ------
-    ConfigurationError
-        For settings that cannot be honoured (an ``ssl_context`` object, token providers,
-        proxies) or badly typed values. Secret values are never quoted.
-    """
-    out: dict[str, Any] = {}
-    for name, value in params.items():
-        if name in _REFUSED:
-            if value is None:
-                continue
-            raise ConfigurationError(
-                f"Kafka parameter {name} is not supported by the confluent-kafka backend: "
-                f"{_REFUSED[name]}"
-            )
-        if name in _HANDLED or name in _IRRELEVANT or value is None:
-            continue
-        target = _SAME.get(name)
-        if target is None:
-            if name not in _warned:  # once per process: the driver translates every batch
-                _warned.add(name)
-                log.warning(
-                    "Ignoring Kafka parameter %s for the confluent-kafka backend: it has no "
-                    "librdkafka equivalent",
-                    name,
-                )
-            continue
-        if not isinstance(value, (str, int, float, bool)):
-            raise ConfigurationError(
-                f"Kafka parameter {name} must be a string, number or boolean for the "
-                f"confluent-kafka backend, got {type(value).__name__} {_shown(name, value)}"
-            )
-        out[target] = value
-    servers = params.get("bootstrap_servers")
-    if isinstance(servers, (list, tuple)):
-        servers = ",".join(str(s) for s in servers)
-    if not servers:
-        raise ConfigurationError("kafkaParams must set bootstrap.servers")
-    out["bootstrap.servers"] = str(servers)
-    protocol = params.get("security_protocol")
-    if protocol is not None:
-        out["security.protocol"] = str(protocol).lower()
-    check_hostname = params.get("ssl_check_hostname")
-    if check_hostname is not None:
-        out["ssl.endpoint.identification.algorithm"] = "https" if check_hostname else "none"
-    out.setdefault("isolation.level", "read_uncommitted")
-    fetch_bytes = int(params.get("max_partition_fetch_bytes") or _PARTITION_FETCH_BYTES)
-    out["fetch.queue.backoff.ms"] = FETCH_QUEUE_BACKOFF_MS
-    out["queued.max.messages.kbytes"] = max(1, PREFETCH_FETCHES * fetch_bytes // 1024)
-    if "group.id" not in out:
-        # fix_kafka_params always sets one; librdkafka's consumer requires it.
-        out["group.id"] = "spark-executor-None"
-    out.update(
-        {
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "auto.offset.reset": "error",
-            "enable.partition.eof": True,
-        }
-    )
-    return out
 
 
 class ConfluentBackend:
