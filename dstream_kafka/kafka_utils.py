@@ -162,13 +162,6 @@ def _check_no_overlap(ranges: Sequence[OffsetRange]) -> None:
                 )
 
 
-def _check_mapping(name: str, value: Any, example: str) -> None:
-    if not isinstance(value, Mapping):
-        raise ConfigurationError(
-            f"{name} must be a dict, got {type(value).__name__} {value!r:.60}; e.g. {example}"
-        )
-
-
 class KafkaUtils:
     """Factory functions for Kafka RDDs (and, later, direct streams).
 
@@ -288,7 +281,6 @@ class KafkaUtils:
         """
         _check_context(sc, "KafkaUtils.createRDDFromOptions",
                        "KafkaUtils.createDataFrameFromOptions(spark, kafkaParams, options)")
-        _check_mapping("kafkaParams", kafkaParams, '{"bootstrap.servers": "localhost:9092"}')
         if locationStrategy is not PreferBrokers:  # before any broker round trip
             _check_strategy(locationStrategy, [])
         read = plan_batch_read(kafkaParams, options, moreOptions, sc)
@@ -362,7 +354,6 @@ class KafkaUtils:
         from dstream_kafka.sql.frame import build_dataframe, check_raw_bytes, session_conf
 
         _check_dataframe_session(spark)
-        _check_mapping("kafkaParams", kafkaParams, '{"bootstrap.servers": "localhost:9092"}')
         read = plan_batch_read(kafkaParams, options, moreOptions, session_conf(spark),
                                dataframe=True, check=check_raw_bytes)
         return build_dataframe(spark, read.configs, read.ranges, read.options.include_headers,

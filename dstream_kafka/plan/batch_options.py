@@ -245,7 +245,8 @@ def plan_batch_read(
 ) -> BatchRead:
     """Plan a batch read from Structured Streaming's options, for both reads that take them.
 
-    In order: ``options`` and ``more`` (keyword options, which win) are parsed
+    In order: ``kafkaParams`` must be a mapping; ``options`` and ``more`` (keyword options,
+    which win) are parsed
     (:class:`DataFrameOptions` with ``dataframe``, else :class:`BatchOptions`); ``kafkaParams``
     is translated once (:class:`~dstream_kafka.client.configs.ClientConfigs`); ``check`` gets
     the translation (the read's own checks); ``minPartitions`` and ``maxRecordsPerPartition``
@@ -258,13 +259,17 @@ def plan_batch_read(
     Raises
     ------
     ConfigurationError
-        A bad option or Kafka parameter, naming it; see :meth:`SourceOptions.parse
-        <dstream_kafka.plan.source_options.SourceOptions.parse>`.
+        ``kafkaParams`` that is not a dict, a bad option or Kafka parameter, naming it; see
+        :meth:`SourceOptions.parse <dstream_kafka.plan.source_options.SourceOptions.parse>`.
     BrokerTimeoutError
         No bootstrap server answered.
     UnknownTopicPartitionError, DataLossError, InvalidOffsetRangeError
         As :func:`resolve_offset_ranges`.
     """
+    if not isinstance(kafkaParams, Mapping):
+        raise ConfigurationError(
+            f"kafkaParams must be a dict, got {type(kafkaParams).__name__} {kafkaParams!r:.60}; "
+            'e.g. {"bootstrap.servers": "localhost:9092"}')
     opts = (DataFrameOptions if dataframe else BatchOptions).parse(options, more=more)
     configs = ClientConfigs.of(kafkaParams)  # translated once, for every client below
     if check is not None:

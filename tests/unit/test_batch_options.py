@@ -39,3 +39,9 @@ def test_include_headers_is_a_dataframe_option_only() -> None:
         plan_batch_read(_NOWHERE, {"subscribe": "t"}, {"includeHeaders": "true"}, {})
     with pytest.raises(ConfigurationError, match=r"option includeHeaders must be 'true' or 'false'"):
         plan_batch_read(_NOWHERE, {"subscribe": "t"}, {"includeHeaders": "yes"}, {}, dataframe=True)
+
+
+def test_kafka_params_that_are_not_a_dict_are_refused_with_an_example() -> None:
+    with pytest.raises(ConfigurationError, match=r"kafkaParams must be a dict, got str "
+                                                 r"'bootstrap.servers=x'; e\.g\. "):
+        plan_batch_read("bootstrap.servers=x", {"subscribe": "t"}, {}, {})  # type: ignore[arg-type]
