@@ -57,6 +57,7 @@ __all__ = [
     "STOP_GRACEFULLY_ON_SHUTDOWN",
     "SparkConfReader",
     "parse_time_string",
+    "true_or_false",
 ]
 
 # kafka-0-10 package.scala
@@ -219,6 +220,20 @@ def parse_time_string(value: str, unit: str = "ms", *, key: str = "time") -> int
     return -result if micros < 0 else result
 
 
+def true_or_false(value: Any) -> bool | None:
+    """Return ``value`` as a bool when it is one, or the text ``true`` or ``false`` (any case,
+    surrounding whitespace ignored); else ``None``.
+
+    The one reading of a true/false value in the package: Spark settings, Kafka parameters and
+    the Kafka source options. Each caller words its own error for ``None``, naming its field.
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None
+
+
 class SparkConfReader:
     """Typed, strict access to the keys above.
 
@@ -271,11 +286,10 @@ class SparkConfReader:
     def get_bool(self, key: str, default: bool | str | None = None) -> bool:
         """Read ``key`` as a boolean: ``true``/``false`` in any case, or a Python bool."""
         value = self._value(key, DEFAULTS.get(key) if default is None else default)
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        raise _bad(key, value, "true or false", "true")
+        flag = true_or_false(value)
+        if flag is None:
+            raise _bad(key, value, "true or false", "true")
+        return flag
 
     def get_int(
         self, key: str, default: int | str | None = None, *, minimum: int | None = None

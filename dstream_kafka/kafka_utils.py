@@ -23,18 +23,16 @@ from dstream_kafka._spark_internals import (
 from dstream_kafka.read.kafka_rdd import KafkaRDD
 from dstream_kafka.read.settings import read_settings
 from dstream_kafka.client.offset_reader import offset_reader
-from dstream_kafka.plan.batch_options import BatchOptions, check_end, resolve_offset_ranges
+from dstream_kafka.plan.batch_options import check_end, plan_batch_read
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.read.placement import (
     LocationStrategy,
     PreferBrokers,
     PreferConsistent,
-    executor_location_string,
     executor_locations,
     preferred_hosts_for,
     preferred_locations_for,
 )
-from dstream_kafka.plan.range_calculator import split_ranges
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -164,13 +162,6 @@ def _check_no_overlap(ranges: Sequence[OffsetRange]) -> None:
                 )
 
 
-def _check_mapping(name: str, value: Any, example: str) -> None:
-    if not isinstance(value, Mapping):
-        raise ConfigurationError(
-            f"{name} must be a dict, got {type(value).__name__} {value!r:.60}; e.g. {example}"
-        )
-
-
 class KafkaUtils:
     """Factory functions for Kafka RDDs (and, later, direct streams).
 
@@ -283,43 +274,26 @@ class KafkaUtils:
         Raises
         ------
         ConfigurationError, UnknownTopicPartitionError, DataLossError
-            See :func:`~dstream_kafka.plan.batch_options.resolve_offset_ranges`;
+            See :func:`~dstream_kafka.plan.batch_options.plan_batch_read`;
             ``ConfigurationError`` too when ``kafkaParams`` or ``options`` is not a dict.
         BrokerTimeoutError
             As :meth:`createRDD`.
         """
         _check_context(sc, "KafkaUtils.createRDDFromOptions",
                        "KafkaUtils.createDataFrameFromOptions(spark, kafkaParams, options)")
-        _check_mapping("kafkaParams", kafkaParams, '{"bootstrap.servers": "localhost:9092"}')
-        opts = BatchOptions.parse(options, more=moreOptions)
-        configs = ClientConfigs.of(kafkaParams)  # translated once, for every client below
-        min_partitions = opts.given.get("minPartitions")
-        max_records = opts.given.get("maxRecordsPerPartition")
-        # Option errors surface before any broker round trip.
-        split_ranges([], min_partitions, max_records)
-        if locationStrategy is not PreferBrokers:
+        if locationStrategy is not PreferBrokers:  # before any broker round trip
             _check_strategy(locationStrategy, [])
-        with bootstrap_errors(configs):
-            resolution = resolve_offset_ranges(configs, opts)
+        read = plan_batch_read(kafkaParams, options, moreOptions, sc)
         if locationStrategy is PreferBrokers:
             # Unlike createRDD, there is a driver consumer here to look leaders up with.
-            hosts = dict(resolution.leaders)
+            hosts = dict(read.resolution.leaders)
         else:
-            hosts = _check_strategy(locationStrategy, resolution.ranges)
-        executors = executor_locations(sc)
-        non_empty = [r for r in resolution.ranges if r.count() > 0]
-        planned = split_ranges(
-            non_empty, min_partitions, max_records, [executor_location_string(e) for e in executors]
-        )
-        ranges = [p.range for p in planned]
-        if ranges == non_empty:
-            locations = preferred_locations_for(sc, ranges, hosts, executors)
-        else:
-            locations = [None] * len(ranges)
-        settings = read_settings(sc, configs, use_cache=True, poll_timeout_ms=opts.poll_timeout_ms)
-        settings = settings._replace(failOnDataLoss=opts.fail_on_data_loss)
-        rdd = KafkaRDD(sc, configs.executor, ranges, locations, settings)
-        rdd.add_lost_ranges(resolution.lost)
+            hosts = _check_strategy(locationStrategy, read.resolution.ranges)
+        locations: list[str | None] = (
+            [None] * len(read.ranges) if read.split
+            else preferred_locations_for(sc, read.ranges, hosts, executor_locations(sc)))
+        rdd = KafkaRDD(sc, read.configs.executor, read.ranges, locations, read.settings)
+        rdd.add_lost_ranges(read.resolution.lost)
         return rdd
 
     @staticmethod
@@ -377,28 +351,13 @@ class KafkaUtils:
         MissingDependencyError
             Without pyarrow (``pip install dstream_kafka[dataframe]``).
         """
-        from dstream_kafka.sql.frame import (
-            build_dataframe, check_raw_bytes, pop_include_headers, session_conf)
+        from dstream_kafka.sql.frame import build_dataframe, check_raw_bytes, session_conf
 
         _check_dataframe_session(spark)
-        _check_mapping("kafkaParams", kafkaParams, '{"bootstrap.servers": "localhost:9092"}')
-        more = dict(moreOptions)
-        rest, include_headers = pop_include_headers(options, more)
-        opts = BatchOptions.parse(rest, more=more)
-        configs = ClientConfigs.of(kafkaParams)
-        check_raw_bytes(configs)
-        min_partitions = opts.given.get("minPartitions")
-        max_records = opts.given.get("maxRecordsPerPartition")
-        split_ranges([], min_partitions, max_records)  # option errors before any round trip
-        with bootstrap_errors(configs):
-            resolution = resolve_offset_ranges(configs, opts)
-        planned = split_ranges([r for r in resolution.ranges if r.count() > 0],
-                               min_partitions, max_records)
-        settings = read_settings(session_conf(spark), configs, use_cache=True,
-                                 poll_timeout_ms=opts.poll_timeout_ms)
-        settings = settings._replace(failOnDataLoss=opts.fail_on_data_loss)
-        return build_dataframe(spark, configs, [p.range for p in planned], include_headers,
-                               settings, resolution.lost)
+        read = plan_batch_read(kafkaParams, options, moreOptions, session_conf(spark),
+                               dataframe=True, check=check_raw_bytes)
+        return build_dataframe(spark, read.configs, read.ranges, read.options.include_headers,
+                               read.settings, read.resolution.lost)
 
     @staticmethod
     def createDirectStream(ssc: StreamingContext, locationStrategy: LocationStrategy,

@@ -24,6 +24,7 @@ from dstream_kafka.client.deserializers import DESERIALIZER_CLASSES as DESERIALI
 from dstream_kafka.client.deserializers import check_picklable
 from dstream_kafka.client.deserializers import utf8_decoder as utf8_decoder
 from dstream_kafka.client.deserializers import validate_deserializer as validate_deserializer
+from dstream_kafka.config import true_or_false
 from dstream_kafka.errors import ConfigurationError
 from dstream_kafka.client.param_checks import REDACTED as REDACTED
 from dstream_kafka.client.param_checks import RENAMED
@@ -153,10 +154,9 @@ def _coerce(key: str, shown: str, value: Any, defaults: Mapping[str, Any]) -> An
     default = defaults.get(key)
     kind = type(default) if default is not None else _NONE_DEFAULT_TYPES.get(key)
     if kind is bool:
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        if isinstance(value, bool):
-            return value
+        flag = true_or_false(value)
+        if flag is not None:
+            return flag
         raise ConfigurationError(
             f"Kafka parameter {shown} must be true or false, got {_show(key, value)}"
         )

@@ -13,25 +13,34 @@ up with a driver kafka-python consumer that joins no group
 still in the log, or above its end (the topic was recreated or truncated): true raises
 :class:`~dstream_kafka.errors.DataLossError` naming the topic, partition, requested and
 available offsets; false logs a warning, reads what is still there and reports the lost
-ranges. Unknown topics and partitions always raise
-:class:`~dstream_kafka.errors.UnknownTopicPartitionError`. Nothing here runs a Spark job.
+ranges (:func:`~dstream_kafka.plan.source_options.check_loss`). Unknown topics and partitions
+always raise :class:`~dstream_kafka.errors.UnknownTopicPartitionError`. Nothing here runs a Spark
+job.
+
+:func:`plan_batch_read` is the one pipeline behind both reads from options,
+``createRDDFromOptions`` and ``createDataFrameFromOptions``: options parsed, parameters
+translated, option errors raised before any broker round trip, offsets resolved, ranges split,
+read settings taken from the Spark configuration.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from dstream_kafka.client.configs import ClientConfigs
-from dstream_kafka.errors import ConfigurationError, DataLossError, InvalidOffsetRangeError
+from dstream_kafka.client.configs import ClientConfigs, bootstrap_errors
+from dstream_kafka.errors import ConfigurationError, InvalidOffsetRangeError
 from dstream_kafka.client.offset_reader import KafkaOffsetReader, offset_reader
 from dstream_kafka.offsets import OffsetRange, TopicPartition, as_topic_partition
 from dstream_kafka.offsets_json import partitions_from_json
-from dstream_kafka.plan.source_options import Side, SourceOptions, options_of
+from dstream_kafka.plan.range_calculator import split_ranges
+from dstream_kafka.plan.source_options import Side, SourceOptions, check_loss, options_of
+from dstream_kafka.read.settings import read_settings
+from dstream_kafka.read.task import ReadSettings
 
-__all__ = ["BATCH_OPTIONS", "BatchOptions", "OffsetResolution", "check_end", "check_loss",
-           "resolve_offset_ranges"]
+__all__ = ["BATCH_OPTIONS", "BatchOptions", "BatchRead", "DataFrameOptions", "OffsetResolution",
+           "check_end", "plan_batch_read", "resolve_offset_ranges"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +58,13 @@ class BatchOptions(SourceOptions):
     """
 
     mode = "batch"
+
+
+class DataFrameOptions(BatchOptions):
+    """The parsed options of one DataFrame batch read (``createDataFrameFromOptions``): the batch
+    options plus ``includeHeaders`` (:attr:`include_headers`, false by default)."""
+
+    dataframe = True
 
 
 class OffsetResolution(NamedTuple):
@@ -200,42 +216,71 @@ def check_end(r: OffsetRange, end: int | None) -> None:
         )
 
 
-def check_loss(
-    tp: TopicPartition, start: int, end: int, earliest: int, latest: int, fail: bool
-) -> tuple[int, int, OffsetRange | None]:
-    """Check a requested ``[start, end)`` of ``tp`` against the log ``[earliest, latest]``.
+class BatchRead(NamedTuple):
+    """What a batch read from options reads, planned by :func:`plan_batch_read`.
 
-    Returns the range still readable and the lost range (None when nothing is lost). A start
-    below the log start moves up to it; a start past the log end moves down to it.
+    ``ranges`` are the Spark partitions' ranges: the non-empty resolved ranges, split by
+    ``minPartitions`` / ``maxRecordsPerPartition``; ``split`` is true when splitting changed
+    them (the pieces then get no preferred location). ``resolution`` keeps every resolved
+    range (empty ones too), the lost ranges and the partitions' leaders. ``settings`` are the
+    executors' read settings with the options' poll timeout and ``failOnDataLoss``.
+    """
+
+    options: BatchOptions
+    configs: ClientConfigs
+    resolution: OffsetResolution
+    ranges: list[OffsetRange]
+    split: bool
+    settings: ReadSettings
+
+
+def plan_batch_read(
+    kafkaParams: Mapping[str, Any],
+    options: Mapping[str, Any] | None,
+    more: Mapping[str, Any],
+    conf: Any,
+    *,
+    dataframe: bool = False,
+    check: Callable[[ClientConfigs], None] | None = None,
+) -> BatchRead:
+    """Plan a batch read from Structured Streaming's options, for both reads that take them.
+
+    In order: ``kafkaParams`` must be a mapping; ``options`` and ``more`` (keyword options,
+    which win) are parsed
+    (:class:`DataFrameOptions` with ``dataframe``, else :class:`BatchOptions`); ``kafkaParams``
+    is translated once (:class:`~dstream_kafka.client.configs.ClientConfigs`); ``check`` gets
+    the translation (the read's own checks); ``minPartitions`` and ``maxRecordsPerPartition``
+    are checked; then, the first broker round trip, the offsets are resolved
+    (:func:`resolve_offset_ranges`, an unreachable bootstrap server explained by
+    :func:`~dstream_kafka.client.configs.bootstrap_errors`); the non-empty ranges are split;
+    last the read settings are read from ``conf`` (a SparkContext, or the configuration
+    itself) with the consumer cache on.
 
     Raises
     ------
-    DataLossError
-        Naming the topic, partition and offsets, when ``fail`` and records are lost.
+    ConfigurationError
+        ``kafkaParams`` that is not a dict, a bad option or Kafka parameter, naming it; see
+        :meth:`SourceOptions.parse <dstream_kafka.plan.source_options.SourceOptions.parse>`.
+    BrokerTimeoutError
+        No bootstrap server answered.
+    UnknownTopicPartitionError, DataLossError, InvalidOffsetRangeError
+        As :func:`resolve_offset_ranges`.
     """
-    name = f"{tp.topic}-{tp.partition}"
-    if start < earliest and start < end:
-        lost = OffsetRange(tp.topic, tp.partition, start, min(earliest, end))
-        message = (
-            f"Requested offset {start} for topic {tp.topic} partition {tp.partition} is below the "
-            f"earliest available offset {earliest}: records [{start}, {min(earliest, end)}) are no "
-            "longer in Kafka (retention, delete-records, or the topic was recreated)."
-        )
-        if fail:
-            raise DataLossError(
-                message
-                + " Set failOnDataLoss=false to read from the earliest available offset instead."
-            )
-        log.warning("%s Reading from %d because failOnDataLoss is false.", message, earliest)
-        return earliest, max(end, earliest), lost
-    if start > latest:
-        message = (
-            f"Partition {name}'s offset was changed from {start} to {latest}, some data may have "
-            "been missed. This could either be a user error that the start offset is set too high, "
-            "or the kafka topic-partition was deleted and recreated."
-        )
-        if fail:
-            raise DataLossError(message + " Set failOnDataLoss=false to skip such partitions.")
-        log.warning("%s Skipping it because failOnDataLoss is false.", message)
-        return latest, latest, OffsetRange(tp.topic, tp.partition, start, max(start, end))
-    return start, end, None
+    if not isinstance(kafkaParams, Mapping):
+        raise ConfigurationError(
+            f"kafkaParams must be a dict, got {type(kafkaParams).__name__} {kafkaParams!r:.60}; "
+            'e.g. {"bootstrap.servers": "localhost:9092"}')
+    opts = (DataFrameOptions if dataframe else BatchOptions).parse(options, more=more)
+    configs = ClientConfigs.of(kafkaParams)  # translated once, for every client below
+    if check is not None:
+        check(configs)
+    min_partitions = opts.given.get("minPartitions")
+    max_records = opts.given.get("maxRecordsPerPartition")
+    split_ranges([], min_partitions, max_records)  # option errors before any round trip
+    with bootstrap_errors(configs):
+        resolution = resolve_offset_ranges(configs, opts)
+    non_empty = [r for r in resolution.ranges if r.count() > 0]
+    ranges = [p.range for p in split_ranges(non_empty, min_partitions, max_records)]
+    settings = read_settings(conf, configs, use_cache=True, poll_timeout_ms=opts.poll_timeout_ms)
+    settings = settings._replace(failOnDataLoss=opts.fail_on_data_loss)
+    return BatchRead(opts, configs, resolution, ranges, ranges != non_empty, settings)

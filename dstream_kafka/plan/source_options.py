@@ -7,7 +7,9 @@ without a broker: one name table (:data:`OPTIONS`, with close-name suggestions),
 value kind, one message per mistake. The subclass of each read keeps what differs: a batch read
 takes its topics from ``assign``/``subscribe``/``subscribePattern`` and picks one start and one
 end by Spark's precedence; a stream refuses two options for one side and reads only strings,
-as ``DataStreamReader.option`` stores them.
+as ``DataStreamReader.option`` stores them. A DataFrame read (``createDataFrameFromOptions``)
+takes the batch options plus ``includeHeaders``. :func:`check_loss` is what both reads do with a
+requested range the log no longer holds (``failOnDataLoss``).
 """
 
 from __future__ import annotations
@@ -20,18 +22,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
-from dstream_kafka.config import parse_time_string
-from dstream_kafka.errors import ConfigurationError
-from dstream_kafka.offsets import EARLIEST, INT64_MAX, LATEST, TopicPartition, as_topic_partition
+from dstream_kafka.config import parse_time_string, true_or_false
+from dstream_kafka.errors import ConfigurationError, DataLossError
+from dstream_kafka.offsets import (
+    EARLIEST, INT64_MAX, LATEST, OffsetRange, TopicPartition, as_topic_partition)
 from dstream_kafka.offsets_json import partition_offsets_from_json, partition_offsets_to_json
 
-__all__ = ["OPTIONS", "Side", "SourceOptions", "options_of"]
+__all__ = ["OPTIONS", "Side", "SourceOptions", "check_loss", "options_of"]
 
 log = logging.getLogger(__name__)
 
 _BOTH = ("batch", "stream")
-#: Every Kafka source option, with the reads that take it: ``batch`` (createRDDFromOptions)
-#: and ``stream`` (createDirectStream's ``options``).
+#: Every Kafka source option, with the reads that take it: ``batch`` (createRDDFromOptions and
+#: createDataFrameFromOptions), ``stream`` (createDirectStream's ``options``) and ``dataframe``
+#: (createDataFrameFromOptions only, on top of the batch options).
 OPTIONS: Mapping[str, tuple[str, ...]] = {
     "assign": ("batch",),
     "subscribe": ("batch",),
@@ -50,6 +54,7 @@ OPTIONS: Mapping[str, tuple[str, ...]] = {
     "maxTriggerDelay": ("stream",),
     "maxRecordsPerPartition": ("batch",),
     "kafkaConsumer.pollTimeoutMs": ("batch",),
+    "includeHeaders": ("dataframe",),
 }
 # Trigger options: a batch read accepts and ignores them with a warning, as Spark does.
 _IGNORED_IN_BATCH = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
@@ -61,7 +66,8 @@ DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
 
 
 def options_of(mode: str) -> tuple[str, ...]:
-    """The option names read ``mode`` (``"batch"`` or ``"stream"``) takes, in table order."""
+    """The option names read ``mode`` (``"batch"``, ``"stream"`` or ``"dataframe"``) takes, in
+    table order (``"dataframe"``: only those a DataFrame read adds to the batch options)."""
     return tuple(name for name, modes in OPTIONS.items() if mode in modes)
 
 
@@ -88,11 +94,10 @@ def _text(name: str, value: Any) -> str:
 
 
 def _bool(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise ConfigurationError(f"option {name} must be 'true' or 'false', got {value!r}")
+    flag = true_or_false(value)
+    if flag is None:
+        raise ConfigurationError(f"option {name} must be 'true' or 'false', got {value!r}")
+    return flag
 
 
 def _whole(name: str, value: Any, what: str = _TIMESTAMP) -> int:
@@ -206,11 +211,14 @@ class SourceOptions:
 
     ``start`` and ``end`` are the two sides; ``no_match`` is
     ``startingOffsetsByTimestampStrategy`` (``error`` or ``latest``); ``given`` holds every
-    option under its canonical name (a batch read's values as given, a stream's as strings).
+    option under its canonical name (a batch read's values as given, a stream's as strings);
+    ``include_headers`` is ``includeHeaders`` (false unless a DataFrame read sets it).
     """
 
     #: ``"batch"`` or ``"stream"``: which options the read takes, and how.
     mode: ClassVar[str]
+    #: True for a DataFrame read: it takes the ``"dataframe"`` options of :data:`OPTIONS` too.
+    dataframe: ClassVar[bool] = False
 
     start: Side = Side()
     end: Side = Side()
@@ -223,6 +231,7 @@ class SourceOptions:
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     min_partitions: int | None = None
+    include_headers: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, Any] | None, failOnDataLoss: bool | None = None, *,
@@ -243,7 +252,7 @@ class SourceOptions:
             raise ConfigurationError(
                 f"options must be a dict of option name to value, got {type(options).__name__}; "
                 f"e.g. {_EXAMPLE[cls.mode]}")
-        known = options_of(cls.mode)
+        known = options_of(cls.mode) + (options_of("dataframe") if cls.dataframe else ())
         names = {n.lower(): n for n in known + (_IGNORED_IN_BATCH if cls.mode == "batch" else ())}
         opts: dict[str, Any] = {}
         for key, value in {**(options or {}), **(more or {})}.items():
@@ -265,6 +274,7 @@ class SourceOptions:
                 opts[name] = _text(name, value)
             elif value is not None:
                 opts[name] = value
+        headers = "includeHeaders" in opts and _bool("includeHeaders", opts["includeHeaders"])
         no_match = str(opts.get("startingOffsetsByTimestampStrategy", "error")).strip().lower()
         if no_match not in ("error", "latest"):
             raise ConfigurationError(
@@ -281,6 +291,7 @@ class SourceOptions:
         return cls(cls._side(opts, "starting"), cls._side(opts, "ending"), no_match, fail,
                    None if poll is None else _whole("kafkaConsumer.pollTimeoutMs", poll,
                                                     "a time in milliseconds"), opts,
+                   include_headers=headers,
                    **(cls._trigger(opts) if cls.mode == "stream" else {}))
 
     @staticmethod
@@ -337,3 +348,44 @@ class SourceOptions:
                 raise ConfigurationError(
                     f"{name} for {tp.topic}-{tp.partition} can't be latest for batch queries on Kafka")
         return Side(name, "offsets", offsets)
+
+
+def check_loss(
+    tp: TopicPartition, start: int, end: int, earliest: int, latest: int, fail: bool
+) -> tuple[int, int, OffsetRange | None]:
+    """Check a requested ``[start, end)`` of ``tp`` against the log ``[earliest, latest]``.
+
+    Returns the range still readable and the lost range (None when nothing is lost). A start
+    below the log start moves up to it; a start past the log end moves down to it.
+
+    Raises
+    ------
+    DataLossError
+        Naming the topic, partition and offsets, when ``fail`` and records are lost.
+    """
+    name = f"{tp.topic}-{tp.partition}"
+    if start < earliest and start < end:
+        lost = OffsetRange(tp.topic, tp.partition, start, min(earliest, end))
+        message = (
+            f"Requested offset {start} for topic {tp.topic} partition {tp.partition} is below the "
+            f"earliest available offset {earliest}: records [{start}, {min(earliest, end)}) are no "
+            "longer in Kafka (retention, delete-records, or the topic was recreated)."
+        )
+        if fail:
+            raise DataLossError(
+                message
+                + " Set failOnDataLoss=false to read from the earliest available offset instead."
+            )
+        log.warning("%s Reading from %d because failOnDataLoss is false.", message, earliest)
+        return earliest, max(end, earliest), lost
+    if start > latest:
+        message = (
+            f"Partition {name}'s offset was changed from {start} to {latest}, some data may have "
+            "been missed. This could either be a user error that the start offset is set too high, "
+            "or the kafka topic-partition was deleted and recreated."
+        )
+        if fail:
+            raise DataLossError(message + " Set failOnDataLoss=false to skip such partitions.")
+        log.warning("%s Skipping it because failOnDataLoss is false.", message)
+        return latest, latest, OffsetRange(tp.topic, tp.partition, start, max(start, end))
+    return start, end, None

@@ -38,9 +38,8 @@ from dstream_kafka.errors import ConfigurationError, DataLossError
 from dstream_kafka.client.offset_reader import KafkaOffsetReader, offset_reader
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 from dstream_kafka.offsets_json import partition_offsets_to_json
-from dstream_kafka.plan.batch_options import check_loss
 from dstream_kafka.plan.consumer_strategy import ConsumerStrategy
-from dstream_kafka.plan.source_options import SourceOptions, options_of
+from dstream_kafka.plan.source_options import SourceOptions, check_loss, options_of
 
 __all__ = ["STREAM_OPTIONS", "StartOptions"]
 

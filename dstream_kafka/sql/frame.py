@@ -178,26 +178,3 @@ def offset_ranges_argument(offsetRanges: Any) -> list[OffsetRange]:
                 "OffsetRange.create(topic, partition, fromOffset, untilOffset)"
             )
     return ranges
-
-
-def pop_include_headers(options: Mapping[str, Any] | None, more: dict[str, Any]) -> tuple[
-        dict[str, Any] | None, bool]:
-    """Take ``includeHeaders`` (case-insensitive, from ``options`` or ``more``) out of the
-    source options; return the rest and its value (default false)."""
-    rest = None if options is None else dict(options) if isinstance(options, Mapping) else options
-    found: list[Any] = []
-    for source in (rest, more):
-        if isinstance(source, dict):
-            for key in [k for k in source if isinstance(k, str) and k.lower() == "includeheaders"]:
-                found.append(source.pop(key))
-    if len(found) > 1:
-        raise ConfigurationError(
-            "option includeHeaders is given twice (option names are case-insensitive)")
-    if not found:
-        return rest, False
-    value = found[0]
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        value = value.strip().lower() == "true"
-    if not isinstance(value, bool):
-        raise ConfigurationError(f"option includeHeaders must be 'true' or 'false', got {value!r}")
-    return rest, value

@@ -16,7 +16,7 @@ from dstream_kafka.errors import (
     UnknownTopicPartitionError,
 )
 from dstream_kafka.kafka_utils import KafkaUtils
-from dstream_kafka.plan.batch_options import resolve_offset_ranges
+from dstream_kafka.plan.batch_options import plan_batch_read, resolve_offset_ranges
 from dstream_kafka.offsets import OffsetRange, TopicPartition
 
 SER = "org.apache.kafka.common.serialization."
@@ -214,7 +214,7 @@ def test_without_fail_on_data_loss_the_start_is_clamped_and_the_lost_range_repor
     kafka, two_parts, caplog
 ):
     kafka.delete_records(two_parts, {0: 6})
-    with caplog.at_level(logging.WARNING, logger="dstream_kafka.plan.batch_options"):
+    with caplog.at_level(logging.WARNING, logger="dstream_kafka.plan.source_options"):
         resolution = resolve_offset_ranges(
             _params(kafka),
             {
@@ -340,3 +340,21 @@ def test_prefer_brokers_places_partitions_on_their_leaders_host(sc, kafka, two_p
     )
     # The leader host runs the only executor (the local driver), so both prefer it.
     assert [rdd.preferredLocations(i) for i in range(2)] == [["executor_127.0.0.1_driver"]] * 2
+
+
+def test_the_batch_read_pipeline_splits_the_non_empty_ranges_and_carries_the_options(
+    kafka, two_parts
+):
+    read = plan_batch_read(
+        _params(kafka),
+        {"subscribe": two_parts, "endingOffsets": f'{{"{two_parts}":{{"0":4,"1":0}}}}'},
+        {"minPartitions": 2, "failOnDataLoss": "false", "includeHeaders": "true"},
+        {"spark.streaming.kafka.consumer.poll.ms": "700"},
+        dataframe=True,
+    )
+    # partition 1's range is empty: left out before splitting, kept in the resolution
+    assert read.resolution.ranges[1] == OffsetRange(two_parts, 1, 0, 0)
+    assert (read.ranges, read.split) == (
+        [OffsetRange(two_parts, 0, 0, 2), OffsetRange(two_parts, 0, 2, 4)], True)
+    assert (read.settings.failOnDataLoss, read.settings.pollTimeoutMs) == (False, 700)
+    assert read.options.include_headers is True

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dstream_kafka import config
-from dstream_kafka.config import DEFAULTS, SparkConfReader, parse_time_string
+from dstream_kafka.config import DEFAULTS, SparkConfReader, parse_time_string, true_or_false
 from dstream_kafka.errors import ConfigurationError
 
 PROPERTY = settings(max_examples=200, deadline=None)
@@ -127,6 +127,24 @@ def test_reader_sees_later_changes_to_the_conf() -> None:
 
 
 # -- strict parsing --------------------------------------------------------------------------
+
+
+@given(st.sampled_from(["true", "false"]), st.text(" \t"), st.text(" \t"), st.data())
+def test_true_or_false_reads_true_and_false_in_any_case_with_spaces_around(
+        word: str, before: str, after: str, data: st.DataObject) -> None:
+    cased = "".join(c.upper() if data.draw(st.booleans()) else c for c in word)
+    assert true_or_false(before + cased + after) is (word == "true")
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_true_or_false_returns_a_bool_as_it_is(value: bool) -> None:
+    assert true_or_false(value) is value
+
+
+@given(st.one_of(st.text().filter(lambda t: t.strip().lower() not in ("true", "false")),
+                 st.integers(), st.none()))
+def test_true_or_false_gives_none_for_anything_else(value: object) -> None:
+    assert true_or_false(value) is None
 
 
 @pytest.mark.parametrize("bad", ["yes", "1", "", "truee", 1])

@@ -11,7 +11,6 @@ from dstream_kafka.errors import ConfigurationError, MissingDependencyError
 from dstream_kafka.record import ConsumerRecord
 from dstream_kafka.sql import offsetRanges
 from dstream_kafka.sql.arrow import arrow_schema, records_to_batch, require_pyarrow, spark_schema
-from dstream_kafka.sql.frame import pop_include_headers
 
 pa = pytest.importorskip("pyarrow")
 
@@ -69,18 +68,6 @@ def test_without_pyarrow_create_dataframe_fails_before_anything_else(monkeypatch
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     with pytest.raises(MissingDependencyError, match=r"dstream_kafka\[dataframe\]"):
         KafkaUtils.createDataFrame(object(), {"bootstrap.servers": "127.0.0.1:9"}, [])
-
-
-@pytest.mark.parametrize("value, expected", [("TRUE", True), (" false", False), (True, True)])
-def test_include_headers_is_taken_out_of_the_options_case_insensitively(value, expected):
-    more = {"includeheaders": value}
-    rest, include = pop_include_headers({"subscribe": "t"}, more)
-    assert (rest, more, include) == ({"subscribe": "t"}, {}, expected)
-
-
-def test_include_headers_must_be_true_or_false():
-    with pytest.raises(ConfigurationError, match="includeHeaders must be 'true' or 'false'"):
-        pop_include_headers({"includeHeaders": "yes"}, {})
 
 
 def test_another_dataframe_has_no_offset_ranges():

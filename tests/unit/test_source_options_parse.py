@@ -1,4 +1,5 @@
-"""SourceOptions.parse: one parser for a batch read's options and a stream's, checked without a broker."""
+"""SourceOptions.parse: one parser for a batch read's options, a DataFrame read's and a stream's,
+checked without a broker; check_loss, what both reads do with offsets the log lacks."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ import logging
 
 import pytest
 
-from dstream_kafka.errors import ConfigurationError
-from dstream_kafka.offsets import TopicPartition
-from dstream_kafka.plan.batch_options import BatchOptions
+from dstream_kafka.errors import ConfigurationError, DataLossError
+from dstream_kafka.offsets import OffsetRange, TopicPartition
+from dstream_kafka.plan.batch_options import BatchOptions, DataFrameOptions
+from dstream_kafka.plan.source_options import check_loss
 from dstream_kafka.plan.stream_options import StartOptions
 
 
@@ -70,3 +72,57 @@ def test_a_poll_timeout_that_is_not_a_whole_number_is_refused_naming_the_option(
 def test_keyword_options_of_a_batch_read_win_over_the_dict() -> None:
     options = BatchOptions.parse({"failOnDataLoss": "true"}, more={"failOnDataLoss": False})
     assert options.fail_on_data_loss is False
+
+
+@pytest.mark.parametrize(("value", "expected"), [("TRUE", True), (" false", False), (True, True)])
+def test_a_dataframe_read_parses_include_headers_case_insensitively(value: object,
+                                                                     expected: bool) -> None:
+    options = DataFrameOptions.parse({"subscribe": "t"}, more={"includeheaders": value})
+    assert options.include_headers is expected
+
+
+def test_a_dataframe_read_leaves_out_headers_by_default() -> None:
+    assert DataFrameOptions.parse({"subscribe": "t"}).include_headers is False
+
+
+def test_include_headers_must_be_true_or_false() -> None:
+    with pytest.raises(ConfigurationError, match=r"option includeHeaders must be 'true' or 'false', "
+                                                 r"got 'yes'"):
+        DataFrameOptions.parse({"includeHeaders": "yes"})
+
+
+def test_include_headers_given_twice_in_two_spellings_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="option includeHeaders is given twice"):
+        DataFrameOptions.parse({"includeHeaders": "true"}, more={"INCLUDEHEADERS": "false"})
+
+
+@pytest.mark.parametrize(("read", "name"), [(BatchOptions, "Kafka batch"), (StartOptions, "direct stream")])
+def test_reads_without_a_dataframe_refuse_include_headers(read: type, name: str) -> None:
+    with pytest.raises(ConfigurationError, match=rf"unknown {name} option 'includeHeaders'"):
+        read.parse({"includeHeaders": "true"})
+
+
+def test_a_dataframe_read_suggests_include_headers_for_a_near_miss() -> None:
+    with pytest.raises(ConfigurationError, match="did you mean includeHeaders"):
+        DataFrameOptions.parse({"includeHeader": "true"})
+
+
+_T0 = TopicPartition("t", 0)
+
+
+def test_check_loss_passes_a_range_inside_the_log() -> None:
+    assert check_loss(_T0, 3, 8, 0, 10, True) == (3, 8, None)
+
+
+def test_check_loss_refuses_a_start_below_the_log_naming_the_lost_records() -> None:
+    with pytest.raises(DataLossError, match=r"records \[2, 5\) are no longer in Kafka.*"
+                                            "failOnDataLoss=false"):
+        check_loss(_T0, 2, 8, 5, 10, True)
+
+
+def test_check_loss_without_fail_moves_the_start_up_and_reports_the_lost_range() -> None:
+    assert check_loss(_T0, 2, 8, 5, 10, False) == (5, 8, OffsetRange("t", 0, 2, 5))
+
+
+def test_check_loss_without_fail_skips_a_start_past_the_log_end() -> None:
+    assert check_loss(_T0, 12, 15, 0, 10, False) == (10, 10, OffsetRange("t", 0, 12, 15))
