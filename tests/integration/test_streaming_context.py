@@ -74,7 +74,7 @@ class TestConstruction:
     def test_batch_duration_must_be_zero_or_at_least_a_millisecond(
             self, sc: SparkContext, duration: float) -> None:
         """A negative batch duration, or one that rounds to 0 ms, is refused (exactly 0 means
-        no fixed interval: test_zero_interval_stream)."""
+        no fixed interval: test_scheduler_zero_interval_stream)."""
         with pytest.raises(ConfigurationError, match="batchDuration"):
             StreamingContext(sc, duration)
 
