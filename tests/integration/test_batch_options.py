@@ -340,3 +340,11 @@ def test_prefer_brokers_places_partitions_on_their_leaders_host(sc, kafka, two_p
     )
     # The leader host runs the only executor (the local driver), so both prefer it.
     assert [rdd.preferredLocations(i) for i in range(2)] == [["executor_127.0.0.1_driver"]] * 2
+
+
+@pytest.mark.parametrize("topics", [5, [b"bytes-topic"], {"t": 1}])
+def test_create_rdd_from_options_refuses_a_subscribe_value_that_is_not_topic_names(
+        kafka: Any, sc: Any, topics: Any) -> None:
+    with pytest.raises(ConfigurationError, match="'subscribe' must be"):
+        KafkaUtils.createRDDFromOptions(sc, {"bootstrap.servers": kafka.bootstrap_servers},
+                                        {"subscribe": topics})
