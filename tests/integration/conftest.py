@@ -2,13 +2,16 @@
 
 Shared fixtures: ``contexts`` (StreamingContexts stopped after the test), ``make_ssc`` (a
 factory for them), ``ssc`` (one context of 0.1 s batches; with a checkpoint folder when the
-test carries the ``checkpointed`` mark), ``spark_conf`` (sets SparkConf keys for one test) and
-``own_kafka`` (a one-broker cluster a test may kill). Shared helpers live in ``support.py``.
+test carries the ``checkpointed`` mark), ``spark_conf`` (sets SparkConf keys for one test),
+``own_kafka`` (a one-broker cluster a test may kill), ``topic`` (a new one-partition topic),
+``text_topic`` (that topic holding five text records), ``read_only`` (a folder on a read-only
+bind mount) and ``tiny_fs`` (a folder on a 64 KiB tmpfs). Shared helpers live in ``support.py``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterator
+import subprocess
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
 
@@ -127,3 +130,46 @@ def own_kafka(tmp_path: Path) -> Iterator[KafkaCluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+def topic(kafka: Any, unique: Any) -> str:
+    """A new topic of one partition, without records."""
+    name = unique("hin")
+    kafka.create_topic(name)
+    return name
+
+
+@pytest.fixture
+def text_topic(kafka: Any, topic: str) -> str:
+    """A topic holding five text records (keys and values are plain words)."""
+    kafka.produce(topic, [(f"k{i}".encode(), f"word-{i}".encode()) for i in range(5)])
+    return topic
+
+
+def _mount(*args: str) -> bool:
+    return subprocess.run(["mount", *args], capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[Path]:
+    """A folder on a read-only bind mount (root ignores chmod 0555, not a read-only mount)."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    (folder / "existing").mkdir()
+    if not (_mount("--bind", str(folder), str(folder)) and _mount("-o", "remount,bind,ro", str(folder))):
+        subprocess.run(["umount", str(folder)], capture_output=True)
+        pytest.skip("a read-only bind mount needs root with CAP_SYS_ADMIN")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.fixture
+def tiny_fs(tmp_path: Path) -> Iterator[Path]:
+    """A folder on a 64 KiB tmpfs, to fill up."""
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    if not _mount("-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)):
+        pytest.skip("mounting a tmpfs needs root with CAP_SYS_ADMIN")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)

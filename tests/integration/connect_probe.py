@@ -1,4 +1,4 @@
-"""Run in a subprocess by test_spark_connect.py: a Spark Connect client of the tests' Connect server.
+"""Run in a subprocess by test_frame_spark_connect.py: a Spark Connect client of the tests' Connect server.
 
 Usage: python connect_probe.py <cases.json>   (``SPARK_REMOTE`` names the server)
 

@@ -1,4 +1,4 @@
-"""Run in a subprocess by test_dataframe_vs_spark.py: our DataFrames beside Spark's Kafka source.
+"""Run in a subprocess by test_frame_vs_spark.py: our DataFrames beside Spark's Kafka source.
 
 Usage: python kafka_dataframe_probe.py <cases.json>
 

@@ -1,4 +1,6 @@
-"""Helpers of the start-option, bounded-run and discovery tests: run a direct stream, collect.
+"""Helpers of the tests that run a direct stream: start it and collect its batches; ``_params``,
+``_values``, ``_running`` and ``_members`` serve the stream-and-broker tests of issue #18 (group
+leave, assignment wait, start past the log end, deleted topics, broker restarts).
 
 Pytest puts this folder on ``sys.path``; test modules import it as ``from stream_runs import ...``.
 """
@@ -67,3 +69,28 @@ def start_run(make_ssc: Callable[..., Any], strategy: Any, batch: float = BATCH,
 
 def values(prefix: str, count: int) -> list[str]:
     return [f"{prefix}{i:04d}" for i in range(count)]
+
+
+def _params(servers: str, group: str, **extra: Any) -> dict[str, Any]:
+    return {"bootstrap.servers": servers, "group.id": group, "auto.offset.reset": "earliest",
+            "value.deserializer": STRING_DESERIALIZER, **extra}
+
+
+def _values(stream: Any) -> list[str]:
+    seen: list[str] = []
+    stream.foreachRDD(lambda rdd: seen.extend(rdd.map(lambda r: r.value).collect()))
+    return seen
+
+
+# -- item 7: a topic deleted under a running stream --------------------------------------------
+def _running(kafka: Any, make_ssc: Any, strategy: Any, **kwargs: Any) -> tuple[Any, list[str]]:
+    ssc = make_ssc()
+    seen = _values(KafkaUtils.createDirectStream(ssc, LocationStrategies.PreferConsistent,
+                                                 strategy, **kwargs))
+    ssc.start()
+    return ssc, seen
+
+
+def _members(kafka: Any, group: str) -> int:
+    info = kafka.admin().describe_groups([group])[group]
+    return len(info.get("members") or [])

@@ -1,4 +1,5 @@
-"""Helpers the integration tests share: waiting for a condition, collecting batches, processes.
+"""Helpers the integration tests share: waiting for a condition, collecting batches, processes,
+the store tests' group and ranges, and bounding a call that could hang.
 
 Pytest puts this folder on ``sys.path`` (it has no ``__init__.py``), so test modules import it
 as ``from support import wait_until``.
@@ -7,10 +8,12 @@ as ``from support import wait_until``.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
+    from dstream_kafka.offsets import OffsetRange
     from dstream_kafka.streaming import DStream, StreamingContext
 
 STRING_DESERIALIZER = "org.apache.kafka.common.serialization.StringDeserializer"
@@ -92,3 +95,33 @@ def check_loss_and_reset_continue_history(store: Any, group: str, tp: Any, t0: i
     assert store.load(group) == {tp: 4}
     store.commit(group, t0 + 4000, [OffsetRange(tp.topic, tp.partition, 4, 9)])
     assert store.load(group) == {tp: 9}
+
+
+G = "group-1"  # the store tests' group
+
+
+def r(start: int, end: int, partition: int = 0, topic: str = "events") -> OffsetRange:
+    """The store tests' offset range: ``[start, end)`` of partition 0 of topic events by default."""
+    from dstream_kafka.offsets import OffsetRange
+
+    return OffsetRange(topic, partition, start, end)
+
+
+def bounded(call: Callable[[], Any], seconds: float) -> tuple[float, BaseException | None, Any]:
+    """Run ``call`` in a thread; return (seconds taken, exception, result). Fails the test when
+    the call is still running after ``seconds`` (the hang the bound must prevent)."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            box["error"] = exc
+
+    started = time.monotonic()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    took = time.monotonic() - started
+    assert not thread.is_alive(), f"the call was still running after {seconds} s"
+    return took, box.get("error"), box.get("result")

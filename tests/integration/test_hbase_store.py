@@ -1,7 +1,7 @@
 """The HBase offset store against a real standalone HBase 2.6 (Thrift1): layout, bad input, failures.
 
 The shared contract (first start, partitions added, fencing by stale offsets, data loss,
-history) runs in ``test_offset_store_contract.py``; this module covers what is HBase's own: the
+history) runs in ``test_stores_contract.py``; this module covers what is HBase's own: the
 guide's layout read from a table made by hand, tables and rows of another layout, the TTL
 family, the check-and-put fence, a crash between the commit point and the derived rows, and
 the gateway unreachable at start and at commit.

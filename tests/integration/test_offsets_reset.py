@@ -16,7 +16,7 @@ from dstream_kafka.operate.describe import history
 from dstream_kafka.operate.reset import Scenario, reset
 from dstream_kafka.stores.uri import open_store
 
-from test_offsets_cli import STORES, _store_uri
+from test_offsets_cli import STORES, _cli, _store_uri
 
 pytestmark = pytest.mark.integration
 
@@ -263,3 +263,22 @@ def test_a_file_naming_an_unknown_partition_is_refused_and_nothing_is_written(
                    "file\n")
     with open_store(uri) as store:
         assert store.load(group)[TopicPartition(topic, 0)] == 8
+
+
+def test_offsets_reset_accepts_dry_run_as_kafkas_tool_spells_it_and_writes_nothing(
+        kafka: Any, tmp_path: Path, unique: Callable[[str], str]) -> None:
+    topic, group = unique("topic"), unique("group")
+    kafka.create_topic(topic, partitions=1)
+    kafka.send_messages(topic, {"v": 10})
+    uri = f"sqlite:///{tmp_path / 'o.db'}"
+    with open_store(uri) as store:
+        store.commit(group, 1_000, [OffsetRange(topic, 0, 0, 8)])
+    out = _cli("offsets", "reset", "--store", uri, "--group", group, "--topic", topic,
+               "--to-earliest", "--dry-run", "--bootstrap-servers", kafka.bootstrap_servers)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1].split()[3:5] == ["8", "0"]  # CURRENT-OFFSET, NEW-OFFSET
+    with open_store(uri) as store:
+        assert store.load(group) == {(topic, 0): 8}
+    both = _cli("offsets", "reset", "--store", uri, "--group", group, "--topic", topic,
+                "--to-earliest", "--dry-run", "--execute")
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr

@@ -1,6 +1,6 @@
 """decode_frame on a Spark Connect session: the tests' Connect server and real registry.
 
-The client runs in a child process (as in test_spark_connect.py: a Connect session in the suite's
+The client runs in a child process (as in test_frame_spark_connect.py: a Connect session in the suite's
 process could switch PySpark to Connect mode for the shared classic SparkContext).
 """
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from pyspark import RDD, SparkContext
 
-from dstream_kafka.errors import ConfigurationError, StreamingStateError
+from dstream_kafka.errors import ConfigurationError, OffsetStoreError, StreamingStateError
 from dstream_kafka.streaming import InputDStream, StreamingContext, StreamingListener
 
 from support import wait_until
@@ -74,7 +74,7 @@ class TestConstruction:
     def test_batch_duration_must_be_zero_or_at_least_a_millisecond(
             self, sc: SparkContext, duration: float) -> None:
         """A negative batch duration, or one that rounds to 0 ms, is refused (exactly 0 means
-        no fixed interval: test_zero_interval_stream)."""
+        no fixed interval: test_scheduler_zero_interval_stream)."""
         with pytest.raises(ConfigurationError, match="batchDuration"):
             StreamingContext(sc, duration)
 
@@ -406,3 +406,16 @@ def test_sigterm_stops_gracefully_and_finishes_queued_batches(tmp_path: Any) -> 
                              if line.startswith("RESULT "))[len("RESULT "):])
     assert len(result["submitted"]) > processed  # batches were queued at SIGTERM
     assert result["completed"] == result["submitted"] == result["committed"]
+
+
+def test_a_streaming_checkpoint_under_a_regular_file_raises_a_clear_error(make_ssc, tmp_path):
+    (tmp_path / "file").write_text("x")
+    ssc = make_ssc()
+    with pytest.raises(OffsetStoreError, match=r"(?s)file/checkpoint.*not a directory"):
+        ssc.checkpoint(str(tmp_path / "file" / "checkpoint"))
+
+
+def test_a_streaming_checkpoint_on_a_read_only_file_system_raises_a_clear_error(make_ssc, read_only):
+    ssc = make_ssc()
+    with pytest.raises(OffsetStoreError, match="read-only"):
+        ssc.checkpoint(str(read_only / "checkpoint"))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -149,3 +150,31 @@ def test_the_streaming_page_shows_the_running_streams_batches_offset_ranges_and_
     assert image.size == (1300, 1800)
     low, high = image.getextrema()
     assert high - low > 100 and ImageStat.Stat(image).stddev[0] > 10  # drawn, not blank
+
+
+def test_the_batch_page_names_the_users_foreach_rdd_line_not_the_librarys(
+        kafka: Any, make_ssc: Any, unique: Callable[[str], str],
+        spark_conf: Callable[[str, str], None]) -> None:
+    spark_conf(config.UI_PORT, "0")
+    topic = unique("site")
+    kafka.create_topic(topic, partitions=1)
+    kafka.send_messages(topic, {"a": 3})
+    context = make_ssc(0.5)
+    params = {"bootstrap.servers": kafka.bootstrap_servers, "group.id": unique("g"),
+              "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    stream = KafkaUtils.createDirectStream(context, LocationStrategies.PreferConsistent,
+                                           ConsumerStrategies.Subscribe([topic], params))
+    stream.foreachRDD(lambda rdd: rdd.count())  # the line the page must name
+    line = sys._getframe().f_lineno - 1
+    context.start()
+    page = active_page()
+    assert page is not None
+    wait_until(lambda: any(p.numRecords for p in stream.recentProgress), what="a batch")
+    batch = next(p.batchTime for p in stream.recentProgress if p.numRecords)
+    wait_until(lambda: page.state.batch(batch) is not None and page.state.batch(batch).completed,
+               what="the page to hear of the batch")
+    with urllib.request.urlopen(page.url + f"batch?id={batch}", timeout=10) as reply:
+        html = reply.read().decode()
+    context.stop(stopSparkContext=False, stopGraceFully=False)
+    assert f"foreachRDD at {__file__}:{line}" in html
+    assert "direct_stream.py" not in html

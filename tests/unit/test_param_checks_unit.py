@@ -1,5 +1,5 @@
-"""Issue #18 (bad input): the pure checks behind the integration tests in
-tests/integration/test_hardening_input.py."""
+"""Issue #18 (bad input): client/param_checks.py's pure checks (imported through kafka_params),
+behind the integration tests in tests/integration/test_param_checks.py."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""Issue #13 item 5: checks on the driver before any job, against the real broker."""
+"""kafka_utils.py's checks on the driver before any job, against the real broker (issue #13 item 5)."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -46,3 +47,26 @@ def test_a_misspelled_parameter_of_a_stream_is_answered_before_it_starts(kafka, 
     strategy = ConsumerStrategies.Subscribe(["t"], {**params(kafka, unique("g")), "group.di": "x"})
     with pytest.raises(ConfigurationError, match=r"'group.di'; did you mean group.id\?"):
         KafkaUtils.createDirectStream(make_ssc(0.2), LocationStrategies.PreferConsistent, strategy)
+
+
+def test_create_rdd_from_options_refuses_kafka_params_that_are_a_string(sc: Any) -> None:
+    with pytest.raises(ConfigurationError, match="kafkaParams must be a dict"):
+        KafkaUtils.createRDDFromOptions(sc, "bootstrap.servers=x", {"subscribe": "x"})
+
+
+@pytest.mark.parametrize("ranges", [[(0, 5), (0, 5)], [(0, 5), (3, 8)], [(2, 4), (0, 10)]])
+def test_overlapping_ranges_of_one_partition_are_refused_before_any_job(
+        kafka: Any, sc: Any, text_topic: str, ranges: list[tuple[int, int]]) -> None:
+    offset_ranges = [OffsetRange(text_topic, 0, a, b) for a, b in ranges]
+    with pytest.raises(InvalidOffsetRangeError) as info:
+        KafkaUtils.createRDD(sc, {"bootstrap.servers": kafka.bootstrap_servers}, offset_ranges)
+    text = str(info.value)
+    assert f"topic {text_topic} partition 0" in text and "overlap" in text
+
+
+def test_adjacent_ranges_of_one_partition_read_every_record_once(
+        kafka: Any, sc: Any, text_topic: str) -> None:
+    ranges = [OffsetRange(text_topic, 0, 0, 2), OffsetRange(text_topic, 0, 2, 5),
+              OffsetRange(text_topic, 0, 5, 5)]
+    rdd = KafkaUtils.createRDD(sc, {"bootstrap.servers": kafka.bootstrap_servers}, ranges)
+    assert sorted(r.offset for r in rdd.collect()) == [0, 1, 2, 3, 4]

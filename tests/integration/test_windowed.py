@@ -1,4 +1,4 @@
-"""Window operations and updateStateByKey on the real local Spark.
+"""Window operations on the real local Spark.
 
 Batch ``i`` of a queueStream holds input ``i``; a window of ``w`` batches at batch ``i``
 covers inputs ``i-w+1 .. i``, and with a slide of ``s`` batches windows exist at the
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import operator
-import re
 from collections import Counter
 from typing import Any
 
@@ -27,7 +26,7 @@ BATCH = 0.1
 DATA = [[1, 2], [3], [4, 5, 6], [7]]
 WORDS = [["a", "b", "a"], ["b"], ["c", "a"], []]
 
-# windows with an inverse function and state need a checkpoint folder: the ssc fixture sets one
+# windows with an inverse function need a checkpoint folder: the ssc fixture sets one
 pytestmark = pytest.mark.checkpointed
 # a window's records come in no fixed order, so each batch is compared sorted
 collect = functools.partial(support.collect, sort_each=True)
@@ -170,71 +169,6 @@ class TestReduceByKeyAndWindow:
         try:
             with pytest.raises(ConfigurationError, match="The checkpoint directory has not "
                                                          "been set"):
-                ssc.start()
-        finally:
-            ssc.stop(stopSparkContext=False)
-
-
-def running_counts(batches: list[list[str]]) -> list[list[tuple[str, int]]]:
-    total: Counter[str] = Counter()
-    result = []
-    for batch in batches:
-        total.update(batch)
-        result.append(sorted(total.items()))
-    return result
-
-
-class TestUpdateStateByKey:
-    def test_state_accumulates_across_batches(self, ssc: StreamingContext) -> None:
-        """The state of each key is carried from batch to batch."""
-        stream = ssc.queueStream(WORDS).map(lambda w: (w, 1)).updateStateByKey(
-            lambda values, state: sum(values) + (state or 0))
-        assert collect(ssc, stream, 4) == running_counts(WORDS)
-
-    def test_returning_none_removes_the_key(self, ssc: StreamingContext) -> None:
-        """A key whose update returns None disappears from the state."""
-        stream = ssc.queueStream(WORDS).map(lambda w: (w, 1)).updateStateByKey(
-            lambda values, state: None if values == [] else sum(values) + (state or 0))
-        result = collect(ssc, stream, 3)
-        # "a" got no value in batch 1 and was removed, so batch 2 starts it again at 1.
-        assert result == [[("a", 2), ("b", 1)], [("b", 2)], [("a", 1), ("c", 1)]]
-
-    def test_update_runs_for_keys_without_new_values(self, ssc: StreamingContext) -> None:
-        """Every key with a state is updated each batch, with an empty list of values."""
-        stream = ssc.queueStream([["x"], [], []]).map(lambda w: (w, 1)).updateStateByKey(
-            lambda values, state: (state or []) + [len(values)])
-        assert collect(ssc, stream, 3) == [[("x", [1])], [("x", [1, 0])], [("x", [1, 0, 0])]]
-
-    def test_state_starts_from_the_initial_rdd(self, ssc: StreamingContext,
-                                               sc: SparkContext) -> None:
-        """initialRDD gives the state before the first batch."""
-        stream = ssc.queueStream(WORDS).map(lambda w: (w, 1)).updateStateByKey(
-            lambda values, state: sum(values) + (state or 0),
-            initialRDD=sc.parallelize([("a", 100), ("z", 7)]))
-        expected = [sorted((Counter({"a": 100, "z": 7}) + Counter(dict(c))).items())
-                    for c in running_counts(WORDS)]
-        assert collect(ssc, stream, 4) == expected
-
-    def test_state_lineage_does_not_grow(self, ssc: StreamingContext) -> None:
-        """Each state RDD is locally checkpointed, so its lineage stays the same depth."""
-        # Depth = the RDDs the debug string names. Its length in characters is no measure: the
-        # cached-blocks line appears only once the block manager has reported the blocks.
-        depths: list[int] = []
-        stream = ssc.queueStream([["a"]] * 10).map(lambda w: (w, 1)).updateStateByKey(
-            lambda values, state: sum(values) + (state or 0))
-        stream.foreachRDD(lambda rdd: (rdd.count(), depths.append(
-            len(re.findall(r"RDD\[\d+\]", rdd.toDebugString().decode())))))
-        ssc.start()
-        wait_until(lambda: len(depths) >= 8)
-        assert depths[7] <= depths[2], depths
-
-    def test_state_needs_a_checkpoint_directory(self, sc: SparkContext) -> None:
-        """updateStateByKey without StreamingContext.checkpoint cannot start."""
-        ssc = StreamingContext(sc, BATCH)
-        ssc.queueStream(WORDS).map(lambda w: (w, 1)).updateStateByKey(
-            lambda values, state: 0).foreachRDD(lambda rdd: None)
-        try:
-            with pytest.raises(ConfigurationError, match="checkpoint directory has not been"):
                 ssc.start()
         finally:
             ssc.stop(stopSparkContext=False)

@@ -358,3 +358,11 @@ def test_the_batch_read_pipeline_splits_the_non_empty_ranges_and_carries_the_opt
         [OffsetRange(two_parts, 0, 0, 2), OffsetRange(two_parts, 0, 2, 4)], True)
     assert (read.settings.failOnDataLoss, read.settings.pollTimeoutMs) == (False, 700)
     assert read.options.include_headers is True
+
+
+@pytest.mark.parametrize("topics", [5, [b"bytes-topic"], {"t": 1}])
+def test_create_rdd_from_options_refuses_a_subscribe_value_that_is_not_topic_names(
+        kafka: Any, sc: Any, topics: Any) -> None:
+    with pytest.raises(ConfigurationError, match="'subscribe' must be"):
+        KafkaUtils.createRDDFromOptions(sc, {"bootstrap.servers": kafka.bootstrap_servers},
+                                        {"subscribe": topics})
