@@ -286,7 +286,7 @@ def gateway_in_own_session(conf: Any) -> Any:
     """
     from pyspark.java_gateway import launch_gateway
 
-    return launch_gateway(conf, popen_kwargs={"start_new_session": True})  # type: ignore[no-untyped-call]
+    return launch_gateway(conf, popen_kwargs={"start_new_session": True})
 
 
 def connect_channel(spark: Any) -> tuple[Any, str]:
