@@ -125,3 +125,27 @@ def bounded(call: Callable[[], Any], seconds: float) -> tuple[float, BaseExcepti
     took = time.monotonic() - started
     assert not thread.is_alive(), f"the call was still running after {seconds} s"
     return took, box.get("error"), box.get("result")
+
+
+def outage_after_first_commit(kafka: Any, ssc: StreamingContext, seen: list[Any], db: str,
+                              group: str, topic: str, records: int = 10) -> None:
+    """Kill ``kafka``'s single broker once ``ssc``'s stream saw ``records`` records and stored
+    their offsets in the SQLite store ``db``, wait for the stream to fail with
+    ``BrokerTimeoutError``, and start the broker again.
+
+    The wait for the commit is the point: a stop abandons a batch whose commit has not happened
+    yet (start-and-stop.rst), and the next stream would rightly read those records again.
+    """
+    import pytest
+
+    from dstream_kafka.errors import BrokerTimeoutError
+    from dstream_kafka.stores import OffsetStores
+
+    wait_until(lambda: len(seen) == records, f"the first {records} records")
+    wait_until(lambda: sum(OffsetStores.sqlite(db).load(group, [topic]).values()) == records,
+               "the first batch's commit")
+    (node,) = kafka.node_ids
+    kafka.stop_broker(node, kill=True)
+    with pytest.raises(BrokerTimeoutError):
+        ssc.awaitTermination(timeout=60)
+    kafka.start_broker(node)

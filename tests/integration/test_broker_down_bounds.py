@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 import pytest
-from support import wait_until
+from support import outage_after_first_commit, wait_until
 
 from dstream_kafka import ConsumerStrategies, KafkaUtils, LocationStrategies, OffsetStores
 from dstream_kafka.offsets import TopicPartition
@@ -94,8 +94,6 @@ def test_a_start_with_starting_timestamp_and_the_broker_down_fails_with_broker_t
 @pytest.mark.slow  # its own broker, killed and restarted, and a group session of 10 s
 def test_a_start_waiting_for_a_member_that_could_not_leave_during_an_outage_says_so(
         own_kafka, make_ssc, unique, spark_conf, tmp_path, caplog) -> None:
-    from dstream_kafka.errors import BrokerTimeoutError
-
     topic, group, db = unique("t"), unique("g"), str(tmp_path / "o.db")
     own_kafka.create_topic(topic, partitions=1)
     own_kafka.produce(topic, [(None, f"a{i}".encode()) for i in range(10)])
@@ -107,15 +105,7 @@ def test_a_start_waiting_for_a_member_that_could_not_leave_during_an_outage_says
     # (static membership, failures.rst); a new one waits for its session to end.
     first, seen = _stored_run(own_kafka, make_ssc, topic, group, db, **session,
                               **{"group.instance.id": unique("first")})
-    wait_until(lambda: len(seen) == 10, "the first 10 records")
-    # committed before the outage: a stop abandons a batch whose commit has not happened yet
-    wait_until(lambda: sum(OffsetStores.sqlite(db).load(group, [topic]).values()) == 10,
-               "the first batch's commit")
-    (node,) = own_kafka.node_ids
-    own_kafka.stop_broker(node, kill=True)
-    with pytest.raises(BrokerTimeoutError):
-        first.awaitTermination(timeout=60)
-    own_kafka.start_broker(node)
+    outage_after_first_commit(own_kafka, first, seen, db, group, topic)
     own_kafka.produce(topic, [(None, f"b{i}".encode()) for i in range(5)])
     with caplog.at_level("WARNING", logger="dstream_kafka.plan.consumer_strategy"):
         second, again = _stored_run(own_kafka, make_ssc, topic, group, db, **session,

@@ -14,7 +14,7 @@ from dstream_kafka.errors import BrokerTimeoutError
 from dstream_kafka.stores import OffsetStores
 
 from stream_runs import _params, _running
-from support import wait_until
+from support import outage_after_first_commit, wait_until
 
 
 # -- item 4: a broker restarted under a running stream -----------------------------------------
@@ -84,16 +84,7 @@ def test_a_stream_restarted_in_the_same_process_after_a_broker_restart_reads_the
     # The executors' first fetch may meet the restarted broker still loading its partition.
     spark_conf("spark.streaming.kafka.consumer.poll.ms", "60000")
     first, seen = _stored_stream(own_kafka, make_ssc, topic, group, db, **session)
-    wait_until(lambda: len(seen) == 10, "the first 10 records")
-    # Their batch commits after its output; a stop that comes first (the broker's outage)
-    # abandons it (start-and-stop.rst), and the next stream would rightly read a0..a9 again.
-    wait_until(lambda: sum(OffsetStores.sqlite(db).load(group, [topic]).values()) == 10,
-               "the first batch's commit")
-    (node,) = own_kafka.node_ids
-    own_kafka.stop_broker(node, kill=True)
-    with pytest.raises(BrokerTimeoutError):
-        first.awaitTermination(timeout=60)
-    own_kafka.start_broker(node)
+    outage_after_first_commit(own_kafka, first, seen, db, group, topic)
     own_kafka.produce(topic, [(None, f"b{i}".encode()) for i in range(50)])
     second, again = _stored_stream(own_kafka, make_ssc, topic, group, db, **session)
     wait_until(lambda: len(again) >= 50 or second.getState() == "STOPPED", "the 50 pending records")
