@@ -25,7 +25,6 @@ read settings taken from the Spark configuration.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -42,7 +41,6 @@ from dstream_kafka.read.task import ReadSettings
 __all__ = ["BATCH_OPTIONS", "BatchOptions", "BatchRead", "DataFrameOptions", "OffsetResolution",
            "check_end", "plan_batch_read", "resolve_offset_ranges"]
 
-log = logging.getLogger(__name__)
 
 #: Batch options understood by :func:`resolve_offset_ranges` and ``createRDDFromOptions``.
 BATCH_OPTIONS = options_of("batch")
